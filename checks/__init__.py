@@ -1,0 +1,45 @@
+"""checks: the gradient checks behind every number in the book.
+
+Data flows one way: an Expectation is written first -> plan() lays out the checks (executed: false)
+-> Plan.run() executes them on each device and dtype -> Records -> tables on the page, and the ledger.
+"""
+
+from .devices import available_devices, detected_devices
+from .errors import (
+    CheckInputError,
+    DeviceUnavailableError,
+    DtypeError,
+    NaNInputError,
+    NonScalarOutputError,
+    ShapeMismatchError,
+    ToleranceChangeError,
+)
+from .execute import Results, execute
+from .expectations import Expectation
+from .plan import Plan, PlannedCheck, plan
+from .records import Record, dump_records, load_records
+from .tolerances import Tolerance, ToleranceChange, default_tolerance
+
+__all__ = [
+    "CheckInputError",
+    "DeviceUnavailableError",
+    "DtypeError",
+    "Expectation",
+    "NaNInputError",
+    "NonScalarOutputError",
+    "Plan",
+    "PlannedCheck",
+    "Record",
+    "Results",
+    "ShapeMismatchError",
+    "Tolerance",
+    "ToleranceChange",
+    "ToleranceChangeError",
+    "available_devices",
+    "default_tolerance",
+    "detected_devices",
+    "dump_records",
+    "execute",
+    "load_records",
+    "plan",
+]

@@ -1,0 +1,60 @@
+"""Which devices the checks run on: every device torch reports, optionally narrowed by CHECKS_DEVICES."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import torch
+
+from .errors import DeviceUnavailableError
+
+DEVICES_VARIABLE = "CHECKS_DEVICES"
+
+
+def detected_devices() -> list[str]:
+    """Device types present on this machine, cpu first (cpu is always present)."""
+    found = ["cpu"]
+    if torch.cuda.is_available():
+        found.append("cuda")
+    if torch.backends.mps.is_available():
+        found.append("mps")
+    return found
+
+
+def available_devices() -> list[str]:
+    """Devices the checks run on: all detected ones, or those named in CHECKS_DEVICES (comma separated)."""
+    requested = os.environ.get(DEVICES_VARIABLE, "").strip()
+    if not requested:
+        return detected_devices()
+    names = [name.strip() for name in requested.split(",") if name.strip()]
+    return resolve_devices(names, source=f"{DEVICES_VARIABLE}={requested!r}")
+
+
+def resolve_devices(names: Sequence[str] | None, *, source: str = "devices") -> list[str]:
+    """Validate device names against this machine; None means every available device."""
+    if names is None:
+        return available_devices()
+    if isinstance(names, str):
+        names = [names]
+    present = detected_devices()
+    missing = [name for name in names if name not in present]
+    if missing:
+        raise DeviceUnavailableError(
+            f"{source} asks for {', '.join(missing)}, which this machine does not have; "
+            f"available: {', '.join(present)}"
+        )
+    if not names:
+        raise DeviceUnavailableError(f"{source} names no device; available: {', '.join(present)}")
+    return list(dict.fromkeys(names))
+
+
+def device_name(device: str) -> str:
+    """A human name for the hardware behind a device type (GPU model, or the CPU's)."""
+    if device == "cuda":
+        return torch.cuda.get_device_name(0)
+    if device == "mps":
+        return "Apple GPU (MPS)"
+    from .environment import cpu_name
+
+    return cpu_name()

@@ -1,0 +1,85 @@
+"""Executing a plan: one fresh leaf and forward per check, observed on its device, compared, recorded."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+
+import torch
+
+from .compare import compare
+from .devices import device_name
+from .dtypes import to_dtype
+from .environment import environment
+from .errors import CheckInputError
+from .observe import observe
+from .plan import Plan, PlannedCheck
+from .records import Record
+
+
+def execute(check: PlannedCheck) -> Record:
+    """Run one planned check and return its executed record (a failed check is a record, not an error)."""
+    torch.manual_seed(check.seed)
+    x = check.x.to(device=check.device, dtype=to_dtype(check.dtype))
+    observed = observe(check.expectation.f, x, check.how)
+    comparison = compare(observed, check.expected, check.tolerance)
+    return replace(
+        check.record(),
+        observed_gradient=observed.cpu().to(torch.float64).tolist(),
+        executed=True,
+        abs_error=comparison.abs_error,
+        rel_error=comparison.rel_error,
+        worst_index=list(comparison.worst_index),
+        mismatched=comparison.mismatched,
+        verdict="pass" if comparison.passed else "fail",
+        message=comparison.message,
+        device_name=device_name(check.device),
+        environment=environment(check.seed),
+    )
+
+
+def run_plan(plan: Plan) -> Results:
+    return Results([execute(check) for check in plan])
+
+
+class Results(Sequence[Record]):
+    """Executed records; displays as a table and embeds the records for the book's ledger."""
+
+    def __init__(self, records: Sequence[Record]) -> None:
+        self._records = tuple(records)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._records[index]
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self._records)
+
+    def __add__(self, other: Results) -> Results:
+        return Results((*self._records, *other))
+
+    @property
+    def passed(self) -> bool:
+        return all(record.passed for record in self._records)
+
+    def failures(self) -> Results:
+        return Results([record for record in self._records if not record.passed])
+
+    def one(self, **where: object) -> Record:
+        """The single record whose fields equal where, e.g. one(device="cpu", how="stored")."""
+        found = [r for r in self._records if all(getattr(r, key) == value for key, value in where.items())]
+        if len(found) != 1:
+            raise CheckInputError(f"{len(found)} records match {where}; expected exactly one")
+        return found[0]
+
+    def frame(self):
+        from .display import records_frame
+
+        return records_frame(list(self._records))
+
+    def _repr_html_(self) -> str:
+        from .display import records_html
+
+        return records_html(list(self._records))

@@ -1,0 +1,69 @@
+"""Analytical expectations, written before anything runs: a formula, a callable, and where it came from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from .errors import CheckInputError, NaNInputError, ShapeMismatchError
+
+Function = Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What the reader expects before running: f, its derivative df, both as text and as code.
+
+    function -- f as the reader reads it, e.g. "x*x"
+    f        -- the same function as code
+    gradient -- the analytical derivative as text, e.g. "2*x"
+    df       -- the analytical derivative as code; returns a tensor of x's shape
+    source   -- where the derivative came from, e.g. "power rule: d/dx x² = 2x"
+    """
+
+    function: str
+    f: Function
+    gradient: str
+    df: Function
+    source: str
+
+    def __post_init__(self) -> None:
+        for name in ("function", "gradient", "source"):
+            if not str(getattr(self, name)).strip():
+                raise CheckInputError(f"an expectation needs its {name} written out; it is empty")
+        if not (callable(self.f) and callable(self.df)):
+            raise CheckInputError("an expectation needs f and df as callables")
+
+    def analytical(self, x: torch.Tensor) -> torch.Tensor:
+        """df evaluated at x in float64 on the CPU: the reference every device and dtype is held to."""
+        reference = reference_input(x)
+        value = self.df(reference)
+        expected = torch.as_tensor(value, dtype=torch.float64).detach().cpu()
+        if expected.shape != reference.shape:
+            raise ShapeMismatchError(
+                f"the analytical gradient {self.gradient!r} of {self.function!r} has shape "
+                f"{tuple(expected.shape)} but x has shape {tuple(reference.shape)}; a gradient keeps "
+                f"the shape of its input (for a sum, use torch.ones_like(x))"
+            )
+        if not torch.isfinite(expected).all():
+            raise NaNInputError(
+                f"the analytical gradient {self.gradient!r} is not finite at x={reference.tolist()}: "
+                f"{expected.tolist()}"
+            )
+        return expected
+
+
+def reference_input(x: object) -> torch.Tensor:
+    """The input as a float64 CPU tensor, refusing NaN, infinity and values that are not numbers."""
+    try:
+        tensor = torch.as_tensor(x).detach().cpu()
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise CheckInputError(f"x={x!r} is not a number or a list of numbers: {error}") from None
+    if tensor.dtype == torch.bool or tensor.is_complex():
+        raise CheckInputError(f"x={x!r} must be real numbers, got dtype {tensor.dtype}")
+    tensor = tensor.to(torch.float64)
+    if not torch.isfinite(tensor).all():
+        raise NaNInputError(f"x={tensor.tolist()} contains NaN or infinity; a gradient check needs finite inputs")
+    return tensor

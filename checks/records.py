@@ -1,0 +1,85 @@
+"""Check records: one per check, device, dtype and way of observing, serialisable to JSON.
+
+A record is a superset of {"function", "x", "analytical_gradient", "observed_gradient", "executed"}.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
+
+Number = float | int
+Value = Number | list[Any]
+Verdict = Literal["planned", "pass", "fail"]
+Provenance = Literal["stored", "returned", "numerical"]
+
+
+@dataclass(frozen=True)
+class Record:
+    """Everything a reader (or the ledger) needs to judge one check."""
+
+    check: str
+    function: str
+    x: Value
+    input_shape: list[int]
+    dtype: str
+    device: str
+    how: Provenance
+    gradient_formula: str
+    derivative_source: str
+    analytical_gradient: Value
+    observed_gradient: Value | None = None
+    executed: bool = False
+    abs_error: float | None = None
+    rel_error: float | None = None
+    worst_index: list[int] | None = None
+    mismatched: int | None = None
+    tolerance: dict[str, Any] = field(default_factory=dict)
+    verdict: Verdict = "planned"
+    expected_failure: bool = False
+    message: str = ""
+    device_name: str = ""
+    code: dict[str, str] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            object.__setattr__(self, "id", record_id(self))
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Record:
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in known})
+
+    @classmethod
+    def from_json(cls, text: str) -> Record:
+        return cls.from_dict(json.loads(text))
+
+
+def record_id(record: Record) -> str:
+    """A stable anchor: the same check on the same device and dtype gets the same id in every build."""
+    key = json.dumps([record.check, record.function, record.x, record.how, record.dtype, record.device])
+    slug = re.sub(r"[^a-z0-9]+", "-", record.check.lower()).strip("-")[:40] or "check"
+    return f"check-{slug}-{record.how}-{record.dtype}-{record.device}-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
+
+
+def dump_records(records: list[Record]) -> str:
+    return json.dumps([record.to_dict() for record in records], sort_keys=True, indent=1)
+
+
+def load_records(text: str) -> list[Record]:
+    return [Record.from_dict(item) for item in json.loads(text)]

@@ -1,0 +1,32 @@
+"""Reading the built HTML the way a reader sees it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bs4 import BeautifulSoup
+
+from checks.display import RECORDS_MIME
+
+
+def page(book_html: Path, name: str) -> BeautifulSoup:
+    return BeautifulSoup((book_html / name).read_text(encoding="utf-8"), "html.parser")
+
+
+def tables(soup: BeautifulSoup) -> list[list[dict[str, str]]]:
+    """Every check table on the page as rows of {column heading: cell text}."""
+    found = []
+    for table in soup.select("table.checks-table"):
+        headings = [th.get_text(strip=True) for th in table.select("thead th")]
+        rows = [dict(zip(headings, (td.get_text(strip=True) for td in tr.find_all("td")))) for tr in table.select("tbody tr")]
+        found.append(rows)
+    return found
+
+
+def embedded_records(soup: BeautifulSoup) -> list[dict]:
+    return [record for script in soup.find_all("script", type=RECORDS_MIME) for record in json.loads(script.string)]
+
+
+def main_text(soup: BeautifulSoup) -> str:
+    return (soup.find("main") or soup).get_text(" ", strip=True)

@@ -1,0 +1,59 @@
+"""The built book, read from its HTML: executed numbers in separate columns, and no error on any page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .helpers import embedded_records, main_text, page, tables
+
+
+def test_index_opens_on_the_introduction(book_html: Path) -> None:
+    index = (book_html / "index.html").read_text(encoding="utf-8")
+    assert "book/intro.html" in index
+    assert "How to read a check table" in main_text(page(book_html, "book/intro.html"))
+
+
+def test_first_chapter_shows_expected_and_observed_six_in_separate_columns(book_html: Path) -> None:
+    soup = page(book_html, "book/small-function.html")
+    plan_rows, result_rows, *_ = tables(soup)
+    assert all(row["observed"] == "none (not run)" for row in plan_rows)
+    assert all(row["expected (analytical)"] == "6" for row in plan_rows)
+    cpu64 = [row for row in result_rows if row["device"] == "cpu" and row["dtype"] == "float64"]
+    assert cpu64, result_rows
+    for row in cpu64:
+        assert row["expected (analytical)"] == "6"
+        assert row["observed"] == "6"
+        assert row["shape"] == "()"
+        assert row["verdict"] == "pass"
+    assert {row["observed how"] for row in cpu64} == {"stored in .grad by backward()", "returned by autograd.grad"}
+
+
+def test_vector_sum_keeps_its_shape(book_html: Path) -> None:
+    soup = page(book_html, "book/small-function.html")
+    result_rows = tables(soup)[3]
+    assert result_rows and all(row["shape"] == "(3,)" for row in result_rows)
+    assert all(row["observed"] == "[1, 1, 1]" == row["expected (analytical)"] for row in result_rows)
+
+
+def test_prose_numbers_are_glued_from_execution(book_html: Path) -> None:
+    text = main_text(page(book_html, "book/small-function.html"))
+    assert "We expected 6 and, in float64 on the CPU, backward() stored 6 in x.grad" in text
+    assert "returned [1.0, 1.0, 1.0]" in text
+
+
+def test_results_embed_executed_records_with_the_required_shape(book_html: Path) -> None:
+    records = embedded_records(page(book_html, "book/small-function.html"))
+    square = [r for r in records if r["function"] == "x*x"]
+    assert square and all(r["executed"] and r["x"] == 3 and r["analytical_gradient"] == 6 for r in square)
+    assert all(r["observed_gradient"] == 6 for r in square)
+    assert all({"input_shape", "dtype", "device", "how", "tolerance", "verdict"} <= r.keys() for r in records)
+
+
+def test_no_page_shows_an_execution_error(book_html: Path) -> None:
+    pages = sorted(book_html.rglob("*.html"))
+    assert pages
+    for path in pages:
+        text = path.read_text(encoding="utf-8")
+        for marker in ("Traceback (most recent call last)", "output traceback", "cell_execution_error"):
+            assert marker not in text, f"{path.relative_to(book_html)} shows {marker!r}"
+    assert not (book_html / "reports").exists() or not any((book_html / "reports").iterdir())
