@@ -12,10 +12,12 @@ from .errors import (
     NaNInputError,
     NonScalarOutputError,
     ShapeMismatchError,
+    StepError,
     ToleranceChangeError,
 )
 from .execute import Results, execute
 from .expectations import Expectation
+from .numerical import Estimate, estimate_gradient, estimate_jacobian
 from .plan import Plan, PlannedCheck, plan
 from .records import Record, dump_records, load_records
 from .tolerances import Tolerance, ToleranceChange, default_tolerance
@@ -24,6 +26,7 @@ __all__ = [
     "CheckInputError",
     "DeviceUnavailableError",
     "DtypeError",
+    "Estimate",
     "Expectation",
     "NaNInputError",
     "NonScalarOutputError",
@@ -32,6 +35,7 @@ __all__ = [
     "Record",
     "Results",
     "ShapeMismatchError",
+    "StepError",
     "Tolerance",
     "ToleranceChange",
     "ToleranceChangeError",
@@ -39,6 +43,8 @@ __all__ = [
     "default_tolerance",
     "detected_devices",
     "dump_records",
+    "estimate_gradient",
+    "estimate_jacobian",
     "execute",
     "load_records",
     "plan",

@@ -27,3 +27,7 @@ class DeviceUnavailableError(CheckInputError):
 
 class ToleranceChangeError(CheckInputError):
     """A tolerance was set or changed without a written reason."""
+
+
+class StepError(CheckInputError):
+    """A finite-difference step rounds to zero in the input's dtype (x + h == x)."""

@@ -1,0 +1,343 @@
+"""Numerical derivatives: forward, central, complex-step and Richardson-extrapolated central differences.
+
+Every estimate says how it was made: the method, the step actually used per input element, the number of
+function evaluations and, for Richardson, an error estimate per element.
+
+Rules every estimator here follows, and why:
+
+- f is evaluated in x's dtype: that is the precision being checked. The arithmetic after the
+  evaluations (differences, division, extrapolation) is done in float64, so the estimate's error comes
+  from f's rounding and from the step, not from the estimator's own bookkeeping (in float16, h² of a
+  Richardson tableau would underflow). Values are returned in x's dtype.
+- The step is scaled with |x| (h = h0 · max(|x|, 1)), so it is a relative perturbation for large x and an
+  absolute one near 0, and it is made representable: h = (x + h) - x in x's dtype. The quotient then
+  divides by the perturbation x really received, not by the one asked for.
+- A step that rounds to zero (x + h == x) is refused with StepError instead of dividing by zero.
+- Perturbed evaluations are batched with torch.func.vmap where f allows it, and run in a loop otherwise
+  (vmap cannot batch .item(), data-dependent Python branches or random ops).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+
+from .dtypes import dtype_name
+from .errors import CheckInputError, DtypeError, NaNInputError, NonScalarOutputError, StepError
+
+Function = Callable[[torch.Tensor], torch.Tensor]
+Method = Literal["forward", "central", "complex", "richardson"]
+METHODS: tuple[Method, ...] = ("forward", "central", "complex", "richardson")
+
+# The complex dtype in which a complex-step estimate evaluates f for each real dtype. There is no complex
+# bfloat16, and complex32 (chalf) supports too few CPU ops to evaluate ordinary functions.
+COMPLEX_OF = {torch.float32: torch.complex64, torch.float64: torch.complex128}
+
+
+def machine_epsilon(dtype: torch.dtype) -> float:
+    """The gap between 1 and the next representable number: torch.finfo(dtype).eps."""
+    return float(torch.finfo(dtype).eps)
+
+
+@dataclass(frozen=True)
+class StepRule:
+    """A default relative step h0 for a method and dtype, with the reasoning it comes from."""
+
+    method: Method
+    dtype: str
+    h0: float
+    formula: str
+    reason: str
+
+
+def default_step(method: Method, dtype: torch.dtype) -> StepRule:
+    """The relative step each method uses unless told otherwise, derived from machine epsilon ε.
+
+    forward:    error ≈ ε|f|/h + h|f''|/2, smallest at h ≈ √ε for f, f'' of order 1.
+    central:    error ≈ ε|f|/h + h²|f'''|/6, smallest at h ≈ ε^(1/3).
+    complex:    no subtraction, so no cancellation: error ≈ h²|f'''|/6 only; h = √ε makes it ≈ ε.
+    richardson: extrapolating central differences removes the h² term, leaving ≈ ε|f|/h + h⁴|f⁽⁵⁾|,
+                smallest at h ≈ ε^(1/5); the halved steps of the tableau go below that.
+    """
+    _require_method(method)
+    eps = machine_epsilon(dtype)
+    name = dtype_name(dtype)
+    exponent, formula, why = {
+        "forward": (1 / 2, "√ε", "balances rounding ε|f|/h against truncation h|f''|/2"),
+        "central": (1 / 3, "ε^(1/3)", "balances rounding ε|f|/h against truncation h²|f'''|/6"),
+        "complex": (1 / 2, "√ε", "no cancellation; truncation h²|f'''|/6 ≈ ε at this step"),
+        "richardson": (1 / 5, "ε^(1/5)", "balances rounding ε|f|/h against the extrapolated truncation h⁴"),
+    }[method]
+    return StepRule(method, name, eps**exponent, formula, f"{formula} with ε = {eps:.3g} ({name}): {why}")
+
+
+@dataclass(frozen=True, eq=False)
+class Estimate:
+    """A numerical derivative and how it was made.
+
+    values      -- gradient (x's shape) from estimate_gradient; Jacobian (outputs, inputs) from
+                   estimate_jacobian, one column per input element, both in x's dtype
+    method      -- "forward", "central", "complex" or "richardson"
+    steps       -- the representable steps used, shape (levels, *x.shape), float64 (levels = 1 except
+                   for Richardson, whose rows are its successively halved steps)
+    evaluations -- how many times f was evaluated (each point of a vmap batch counts once)
+    error       -- Richardson only: an estimate of |values - exact| per element (float64), else None
+    dtype       -- the dtype f was evaluated in
+    batched     -- True when the perturbed points went through torch.func.vmap, False for the loop
+    h0          -- the relative step asked for (before scaling with |x| and rounding)
+    """
+
+    values: torch.Tensor
+    method: Method
+    steps: torch.Tensor
+    evaluations: int
+    error: torch.Tensor | None
+    dtype: str
+    batched: bool
+    h0: float
+
+    @property
+    def step(self) -> torch.Tensor:
+        """The (first) representable step per input element."""
+        return self.steps[0]
+
+    def summary(self) -> dict[str, Any]:
+        """Plain-Python telemetry for a record or a table: method, steps, evaluations, error estimate."""
+        return {
+            "method": self.method,
+            "step": self.steps.tolist() if self.steps.shape[0] > 1 else self.steps[0].tolist(),
+            "evaluations": self.evaluations,
+            "error_estimate": None if self.error is None else self.error.tolist(),
+        }
+
+
+def estimate_gradient(
+    f: Function,
+    x: torch.Tensor,
+    method: Method = "central",
+    step: float | None = None,
+    *,
+    levels: int = 3,
+    vectorize: bool | None = None,
+) -> Estimate:
+    """Estimate the gradient of a scalar-valued f at x; values have x's shape.
+
+    step      -- relative step h0 (default: default_step(method, x.dtype).h0); the step used per element
+                 is (x + h0·max(|x|, 1)) - x in x's dtype
+    levels    -- Richardson only: how many halved steps the extrapolation tableau uses (at least 2)
+    vectorize -- None: try torch.func.vmap, fall back to a loop; True: vmap only; False: loop only
+    """
+    estimate = estimate_jacobian(f, x, method, step, levels=levels, vectorize=vectorize, _scalar=True)
+    shape = estimate.steps.shape[1:]
+    error = None if estimate.error is None else estimate.error.reshape(shape)
+    return Estimate(estimate.values.reshape(shape), estimate.method, estimate.steps, estimate.evaluations,
+                    error, estimate.dtype, estimate.batched, estimate.h0)
+
+
+def estimate_jacobian(
+    f: Function,
+    x: torch.Tensor,
+    method: Method = "central",
+    step: float | None = None,
+    *,
+    levels: int = 3,
+    vectorize: bool | None = None,
+    _scalar: bool = False,
+) -> Estimate:
+    """Estimate the Jacobian of f at x: shape (f(x).numel(), x.numel()), column j from perturbing x[j].
+
+    Arguments as for estimate_gradient.
+    """
+    _require_method(method)
+    x = _input(x)
+    if method == "richardson" and (not isinstance(levels, int) or levels < 2):
+        raise CheckInputError(f"Richardson extrapolation needs levels >= 2 (got {levels!r}): it combines steps")
+    h0 = default_step(method, x.dtype).h0 if step is None else _relative_step(step)
+    evaluate = _Evaluator(f, x, vectorize, scalar=_scalar)
+    error = None
+    if method == "forward":
+        values, used = _forward(evaluate, x, h0)
+    elif method == "central":
+        values, used = _central(evaluate, x, h0)
+    elif method == "complex":
+        values, used = _complex(evaluate, x, h0)
+    else:
+        values, used, error = _richardson(evaluate, x, h0, levels)
+    return Estimate(
+        values=values.to(x.dtype),
+        method=method,
+        steps=used.reshape(-1, *x.shape),
+        evaluations=evaluate.count,
+        error=error,
+        dtype=dtype_name(x.dtype),
+        batched=evaluate.batched,
+        h0=h0,
+    )
+
+
+def representable_step(x: torch.Tensor, h0: float) -> torch.Tensor:
+    """The step x really receives: (x + h0·max(|x|, 1)) - x, computed in x's dtype; refuses zero steps."""
+    wanted = (h0 * torch.clamp(x.detach().abs().to(torch.float64), min=1.0)).to(x.dtype)
+    used = (x + wanted) - x
+    if (used == 0).any():
+        index = int((used == 0).reshape(-1).nonzero()[0])
+        value = float(x.reshape(-1)[index])
+        raise StepError(
+            f"step h0={h0:.3g} rounds to zero in {dtype_name(x.dtype)} at x[{index}]={value:g}: x + h == x, "
+            f"so a difference quotient would divide 0 by 0 (use a larger step; "
+            f"ε of {dtype_name(x.dtype)} is {machine_epsilon(x.dtype):.3g})"
+        )
+    return used
+
+
+def _forward(evaluate: _Evaluator, x: torch.Tensor, h0: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(f(x + h e_j) - f(x)) / h: n + 1 evaluations, error O(h)."""
+    h = representable_step(x, h0).reshape(-1)
+    flat = x.reshape(-1)
+    centre = evaluate(flat.unsqueeze(0))
+    shifted = evaluate(flat + torch.diag(h))
+    columns = (shifted - centre) / h.to(torch.float64).unsqueeze(1)
+    return columns.T, h.to(torch.float64)
+
+
+def _central_columns(evaluate: _Evaluator, x: torch.Tensor, h0: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(f(x + h e_j) - f(x - h e_j)) / 2h as columns (inputs, outputs): 2n evaluations, error O(h²)."""
+    h = representable_step(x, h0).reshape(-1)
+    flat = x.reshape(-1)
+    both = evaluate(torch.cat([flat + torch.diag(h), flat - torch.diag(h)]))
+    plus, minus = both[: flat.numel()], both[flat.numel():]
+    return (plus - minus) / (2 * h.to(torch.float64)).unsqueeze(1), h.to(torch.float64)
+
+
+def _central(evaluate: _Evaluator, x: torch.Tensor, h0: float) -> tuple[torch.Tensor, torch.Tensor]:
+    columns, h = _central_columns(evaluate, x, h0)
+    return columns.T, h
+
+
+def _complex(evaluate: _Evaluator, x: torch.Tensor, h0: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Im f(x + i h e_j) / h: n evaluations, no subtraction and so no cancellation; f must be analytic."""
+    complex_dtype = COMPLEX_OF.get(x.dtype)
+    if complex_dtype is None:
+        raise DtypeError(
+            f"the complex step needs a complex dtype for {dtype_name(x.dtype)}; torch has complex64 and "
+            f"complex128 (for float32, float64) but no complex bfloat16, and complex32 lacks most CPU ops"
+        )
+    # The perturbation is purely imaginary, so it is representable whenever h itself is: no rounding
+    # against x happens. h is still scaled with |x| for the same reason as the other methods.
+    h = (h0 * torch.clamp(x.detach().abs().to(torch.float64), min=1.0)).to(x.dtype).reshape(-1)
+    flat = x.reshape(-1).to(complex_dtype)
+    outputs = evaluate(flat + 1j * torch.diag(h).to(complex_dtype), complex_step=True)
+    return (outputs / h.to(torch.float64).unsqueeze(1)).T, h.to(torch.float64)
+
+
+def _richardson(
+    evaluate: _Evaluator, x: torch.Tensor, h0: float, levels: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Central differences at h0, h0/2, ...; Neville's tableau extrapolates them to h² = 0.
+
+    T[i][0] is the central difference at step h_i; T[i][j] = (h_{i-j}² T[i][j-1] - h_i² T[i-1][j-1]) /
+    (h_{i-j}² - h_i²) uses the representable steps as they are (their ratio is not exactly 2 after
+    rounding). The error estimate is Ridders': the larger of |T[k][k] - T[k][k-1]| and
+    |T[k][k] - T[k-1][k-1]|, the change the last extrapolation made. It is an estimate, not a bound.
+    """
+    rows: list[list[torch.Tensor]] = []
+    steps = []
+    for level in range(levels):
+        columns, h = _central_columns(evaluate, x, h0 / 2**level)
+        steps.append(h)
+        squared = h.unsqueeze(1) ** 2
+        row = [columns]
+        for j in range(1, level + 1):
+            coarse = steps[level - j].unsqueeze(1) ** 2
+            row.append((coarse * row[j - 1] - squared * rows[level - 1][j - 1]) / (coarse - squared))
+        rows.append(row)
+    best = rows[-1][-1]
+    error = torch.maximum((best - rows[-1][-2]).abs(), (best - rows[-2][-1]).abs())
+    return best.T, torch.stack(steps), error.T.contiguous()
+
+
+class _Evaluator:
+    """Evaluates f at a batch of points (rows), counting evaluations; vmap first unless told otherwise."""
+
+    def __init__(self, f: Function, x: torch.Tensor, vectorize: bool | None, *, scalar: bool) -> None:
+        if not callable(f):
+            raise CheckInputError(f"f must be a function of a tensor, got {type(f).__name__}")
+        self.f = f
+        self.shape = x.shape
+        self.vectorize = vectorize
+        self.scalar = scalar
+        self.count = 0
+        self.batched = vectorize is not False
+
+    def __call__(self, points: torch.Tensor, *, complex_step: bool = False) -> torch.Tensor:
+        """f at each row of points (flattened inputs) as float64 rows (points, outputs)."""
+        points = points.reshape(-1, *self.shape)
+        with torch.no_grad():
+            outputs = self._batched(points) if self.batched else None
+            if outputs is None:
+                self.batched = False
+                outputs = torch.stack([self._one(point) for point in points])
+        self.count += points.shape[0]
+        outputs = outputs.reshape(points.shape[0], -1)
+        if self.scalar and outputs.shape[1] != 1:
+            raise NonScalarOutputError(
+                f"f(x) has {outputs.shape[1]} elements; a gradient needs a scalar output "
+                f"(reduce it, e.g. with .sum(), or use estimate_jacobian)"
+            )
+        if complex_step:
+            if not outputs.is_complex():
+                raise CheckInputError(
+                    "f(x + ih) returned real values: the complex step needs f to keep the imaginary part "
+                    "(no abs(), .real, or casts to a real dtype; f must be analytic)"
+                )
+            return outputs.imag.to(torch.float64)
+        if outputs.is_complex():
+            raise CheckInputError("f(x) returned complex values for a real x; check a real-valued function")
+        return outputs.to(torch.float64)
+
+    def _batched(self, points: torch.Tensor) -> torch.Tensor | None:
+        try:
+            return self._tensor(torch.func.vmap(self.f)(points))
+        # vmap cannot batch every f (.item(), data-dependent branches, in-place ops on views, randomness);
+        # the loop below evaluates such an f point by point, and re-raises if f itself is broken.
+        except Exception:
+            if self.vectorize:
+                raise
+            return None
+
+    def _one(self, point: torch.Tensor) -> torch.Tensor:
+        return self._tensor(self.f(point))
+
+    @staticmethod
+    def _tensor(value: object) -> torch.Tensor:
+        if not isinstance(value, torch.Tensor):
+            raise CheckInputError(f"f(x) returned {type(value).__name__}, not a tensor; build it from x with torch ops")
+        return value
+
+
+def _input(x: object) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise CheckInputError(f"x must be a tensor (torch.tensor(...)), got {type(x).__name__}")
+    if not x.dtype.is_floating_point:
+        raise DtypeError(
+            f"x has dtype {dtype_name(x.dtype)}; finite differences need a real floating-point x "
+            f"(float16, bfloat16, float32 or float64)"
+        )
+    if not torch.isfinite(x).all():
+        raise NaNInputError(f"x contains NaN or infinity: {x.tolist()}")
+    return x.detach()
+
+
+def _relative_step(step: object) -> float:
+    if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step) or step <= 0:
+        raise CheckInputError(f"step must be a positive finite number (a relative step h0), got {step!r}")
+    return float(step)
+
+
+def _require_method(method: object) -> None:
+    if method not in METHODS:
+        raise CheckInputError(f"method={method!r} is not a finite-difference method; use one of {METHODS}")
