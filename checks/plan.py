@@ -13,9 +13,9 @@ import torch
 
 from .devices import resolve_devices
 from .dtypes import dtype_name, to_dtype
-from .errors import CheckInputError, ToleranceChangeError
+from .errors import CheckInputError, DtypeError, ToleranceChangeError
 from .expectations import Expectation, reference_input
-from .numerical import METHODS, Method, default_step, representable_step
+from .numerical import COMPLEX_OF, METHODS, Method, default_step, representable_step
 from .observe import HOWS
 from .records import Provenance, Record
 from .tolerances import Tolerance, default_tolerance, numerical_tolerance
@@ -150,6 +150,11 @@ def plan(
                                                _tolerance_for(chosen, name), expected_failure, seed))
                     continue
                 for estimator in methods:
+                    if estimator == "complex" and to_dtype(name) not in COMPLEX_OF:
+                        raise DtypeError(
+                            f"the complex step cannot run in {name}: torch has no complex type for it; plan "
+                            f"method='complex' for float32 or float64 only"
+                        )
                     allowed = (_adaptive_placeholder(name) if adaptive else
                                _tolerance_for(tolerance, name, lambda: _numerical_default(
                                    expectation, reference, expected, name, estimator, step, levels)))

@@ -89,3 +89,8 @@ def test_numerical_columns_show_the_telemetry_and_embed_the_records() -> None:
     text = records_html(list(results), columns=(*COLUMNS, *NUMERICAL_COLUMNS))
     assert "f evaluations" in text and "Richardson-extrapolated central differences" in text
     assert "application/vnd.checks.records+json" in text and '"evaluations": 6' in text
+
+
+def test_complex_step_in_half_precision_is_refused_when_planned() -> None:
+    with pytest.raises(checks.DtypeError, match="float16"):
+        checks.plan(SIN_X, 1.3, how="numerical", method="complex", dtypes="float16", devices="cpu")
