@@ -20,7 +20,7 @@ from .expectations import Expectation
 from .numerical import Estimate, estimate_gradient, estimate_jacobian
 from .plan import Plan, PlannedCheck, plan
 from .records import Record, dump_records, load_records
-from .tolerances import Tolerance, ToleranceChange, default_tolerance
+from .tolerances import Tolerance, ToleranceChange, default_tolerance, estimate_tolerance, numerical_tolerance
 
 __all__ = [
     "CheckInputError",
@@ -45,7 +45,9 @@ __all__ = [
     "dump_records",
     "estimate_gradient",
     "estimate_jacobian",
+    "estimate_tolerance",
     "execute",
     "load_records",
+    "numerical_tolerance",
     "plan",
 ]

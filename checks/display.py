@@ -31,6 +31,23 @@ COLUMNS = {
     "verdict": "verdict",
 }
 
+# Extra columns a chapter may ask for (records_html(records, columns=(*COLUMNS, *NUMERICAL_COLUMNS))):
+# how a numerical estimate was made. Not in the default table, which every chapter shares.
+NUMERICAL_COLUMNS = {
+    "method": "method",
+    "step": "step h",
+    "evaluations": "f evaluations",
+    "error_estimate": "error estimate",
+}
+HEADINGS = {**COLUMNS, **NUMERICAL_COLUMNS}
+
+METHOD_WORDS = {
+    "forward": "forward differences",
+    "central": "central differences",
+    "complex": "complex step",
+    "richardson": "Richardson-extrapolated central differences",
+}
+
 HOW_WORDS = {
     "stored": "stored in .grad by backward()",
     "returned": "returned by autograd.grad",
@@ -56,11 +73,16 @@ def _cell(key: str, record: Record) -> str:
     if key == "input_shape":
         return "(" + ", ".join(str(n) for n in value) + ("," if len(value) == 1 else "") + ")"
     if key == "how":
-        return HOW_WORDS.get(value, value) if record.executed else f"to be {value}"
+        words = HOW_WORDS.get(value, value)
+        if value == "numerical" and record.method:
+            words = f"{words} ({METHOD_WORDS.get(record.method, record.method)})"
+        return words if record.executed else f"to be {value}"
     if key == "observed_gradient" and not record.executed:
         return "none (not run)"
     if key in ("abs_error", "rel_error") and value is not None:
         return format(value, ".3g")
+    if key in ("step", "error_estimate"):
+        return _short_numbers(value)
     if key == "tolerance":
         return f"rtol {value['rtol']:.3g}, atol {value['atol']:.3g}"
     if key == "verdict" and record.expected_failure:
@@ -68,17 +90,26 @@ def _cell(key: str, record: Record) -> str:
     return format_value(value)
 
 
+def _short_numbers(value: Any) -> str:
+    """Steps and error estimates to 3 significant digits: their order of magnitude is what matters."""
+    if value is None:
+        return "none"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_short_numbers(item) for item in value) + "]"
+    return format(value, ".3g")
+
+
 def records_frame(records: Sequence[Record], columns: Sequence[str] | None = None) -> pd.DataFrame:
     """A table of records, one row each, with the reader's column names."""
     keys = list(columns or COLUMNS)
     return pd.DataFrame([[_cell(key, record) for key in keys] for record in records],
-                        columns=[COLUMNS.get(key, key) for key in keys])
+                        columns=[HEADINGS.get(key, key) for key in keys])
 
 
 def records_html(records: Sequence[Record], columns: Sequence[str] | None = None) -> str:
     """The table, the tolerances' reasons, and (for executed records) the records as embedded JSON."""
     keys = list(columns or COLUMNS)
-    head = "".join(f"<th>{html.escape(COLUMNS.get(key, key))}</th>" for key in keys)
+    head = "".join(f"<th>{html.escape(HEADINGS.get(key, key))}</th>" for key in keys)
     # Row classes let the page colour verdicts; row ids make each check linkable.
     rows = "".join(
         f'<tr id="{html.escape(record.id)}" class="checks-{record.verdict}">'

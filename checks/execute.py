@@ -12,19 +12,38 @@ from .devices import device_name
 from .dtypes import to_dtype
 from .environment import environment
 from .errors import CheckInputError
+from .numerical import estimate_gradient
 from .observe import observe
 from .plan import Plan, PlannedCheck
 from .records import Record
+from .tolerances import Tolerance, estimate_tolerance
 
 
 def execute(check: PlannedCheck) -> Record:
     """Run one planned check and return its executed record (a failed check is a record, not an error)."""
     torch.manual_seed(check.seed)
     x = check.x.to(device=check.device, dtype=to_dtype(check.dtype))
+    if check.how == "numerical":
+        return _execute_numerical(check, x)
     observed = observe(check.expectation.f, x, check.how)
-    comparison = compare(observed, check.expected, check.tolerance)
+    return _executed(check, check.record(), observed, check.tolerance)
+
+
+def _execute_numerical(check: PlannedCheck, x: torch.Tensor) -> Record:
+    """A finite-difference estimate in place of autograd, with its method, steps and evaluations."""
+    method = check.method or "central"
+    estimate = estimate_gradient(check.expectation.f, x, method, check.step, levels=check.levels)
+    tolerance = estimate_tolerance(estimate) if check.adaptive else check.tolerance
+    summary = estimate.summary()
+    record = replace(check.record(), step=summary["step"], evaluations=summary["evaluations"],
+                     error_estimate=summary["error_estimate"], tolerance=tolerance.to_dict())
+    return _executed(check, record, estimate.values, tolerance)
+
+
+def _executed(check: PlannedCheck, record: Record, observed: torch.Tensor, tolerance: Tolerance) -> Record:
+    comparison = compare(observed, check.expected, tolerance)
     return replace(
-        check.record(),
+        record,
         observed_gradient=observed.cpu().to(torch.float64).tolist(),
         executed=True,
         abs_error=comparison.abs_error,

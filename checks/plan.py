@@ -6,18 +6,24 @@ A plan shows the analytical gradient with observed = none and executed = false; 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from .devices import resolve_devices
 from .dtypes import dtype_name, to_dtype
-from .errors import CheckInputError, ToleranceChangeError
+from .errors import CheckInputError, DtypeError, ToleranceChangeError
 from .expectations import Expectation, reference_input
-from .observe import HOWS, How
-from .records import Record
-from .tolerances import Tolerance, default_tolerance
+from .numerical import COMPLEX_OF, METHODS, Method, default_step, representable_step
+from .observe import HOWS
+from .records import Provenance, Record
+from .tolerances import Tolerance, default_tolerance, numerical_tolerance
+
+# Ways a plan can observe a gradient: autograd's two, and a finite-difference estimate.
+PLAN_HOWS: tuple[Provenance, ...] = (*HOWS, "numerical")
+# tolerance=ADAPTIVE: a numerical check's allowance comes from its estimate's own error estimate (Richardson).
+ADAPTIVE = "estimate"
 
 
 @dataclass(frozen=True)
@@ -28,12 +34,18 @@ class PlannedCheck:
     expectation: Expectation
     x: torch.Tensor
     expected: torch.Tensor
-    how: How
+    how: Provenance
     dtype: str
     device: str
     tolerance: Tolerance
     expected_failure: bool
     seed: int
+    # Numerical checks only: the estimator, its relative step (None: the method's default), Richardson's
+    # levels, and whether the tolerance is taken from the estimate's error estimate when it runs.
+    method: Method | None = None
+    step: float | None = None
+    levels: int = 3
+    adaptive: bool = False
 
     def record(self) -> Record:
         return Record(
@@ -50,6 +62,7 @@ class PlannedCheck:
             tolerance=self.tolerance.to_dict(),
             expected_failure=self.expected_failure,
             code=source_code(self.expectation),
+            method=self.method or "",
         )
 
 
@@ -86,45 +99,116 @@ def plan(
     expectation: Expectation,
     x: object,
     *,
-    how: How | Sequence[How] = "stored",
+    how: Provenance | Sequence[Provenance] = "stored",
     dtypes: str | Sequence[str] = ("float64",),
     devices: str | Sequence[str] | None = None,
-    tolerance: Tolerance | Mapping[str, Tolerance] | None = None,
+    tolerance: Tolerance | Mapping[str, Tolerance] | str | None = None,
     label: str | None = None,
     expected_failure: bool = False,
     seed: int = 0,
+    method: Method | Sequence[Method] = "central",
+    step: float | None = None,
+    levels: int = 3,
 ) -> Plan:
     """Plan a check of expectation at x on each device (all available by default) and dtype.
 
-    tolerance -- None for torch.testing's per-dtype default, a Tolerance for every dtype, or one per dtype
-    name; any other tolerance must carry its written reason (see Tolerance.changed).
+    tolerance -- None for the default (torch.testing's per-dtype default for autograd; for a numerical
+    estimate, checks.tolerances.numerical_tolerance derived from ε, the step and |f|), a Tolerance for
+    every dtype, or one per dtype name; any other tolerance must carry its written reason (see
+    Tolerance.changed). "estimate" takes a numerical check's tolerance from its own error estimate
+    (Richardson only), so it is known only once the check has run.
+    how="numerical" plans one finite-difference estimate per method (forward, central, complex,
+    richardson), with relative step step (None: numerical.default_step) and Richardson's levels.
     """
     if not isinstance(expectation, Expectation):
         raise CheckInputError("plan() needs an Expectation written first (checks.Expectation(...))")
     hows = (how,) if isinstance(how, str) else tuple(how)
     for item in hows:
-        if item not in HOWS:
-            raise CheckInputError(f"how={item!r} is not a way of observing autograd; use one of {HOWS}")
+        if item not in PLAN_HOWS:
+            raise CheckInputError(f"how={item!r} is not a way of observing a gradient; use one of {PLAN_HOWS}")
+    methods = (method,) if isinstance(method, str) else tuple(method)
+    for item in methods:
+        if item not in METHODS:
+            raise CheckInputError(f"method={item!r} is not a finite-difference method; use one of {METHODS}")
+    adaptive = tolerance == ADAPTIVE
+    if adaptive and ("numerical" not in hows or set(methods) != {"richardson"}):
+        raise ToleranceChangeError(
+            'tolerance="estimate" needs how="numerical" with method="richardson": only Richardson '
+            "reports an error estimate to take the tolerance from"
+        )
     names = [dtype_name(to_dtype(d)) for d in ((dtypes,) if isinstance(dtypes, str) else dtypes)]
     reference = reference_input(x)
     expected = expectation.analytical(reference)
     label = label or f"{expectation.function} at x={_short(reference)}"
-    checks = [
-        PlannedCheck(label, expectation, reference, expected, item, name, device,
-                     _tolerance_for(tolerance, name), expected_failure, seed)
-        for device in resolve_devices(devices if devices is None or not isinstance(devices, str) else [devices])
-        for name in names
-        for item in hows
-    ]
+    checks = []
+    for device in resolve_devices(devices if devices is None or not isinstance(devices, str) else [devices]):
+        for name in names:
+            for item in hows:
+                if item != "numerical":
+                    chosen = None if adaptive else tolerance
+                    checks.append(PlannedCheck(label, expectation, reference, expected, item, name, device,
+                                               _tolerance_for(chosen, name), expected_failure, seed))
+                    continue
+                for estimator in methods:
+                    if estimator == "complex" and to_dtype(name) not in COMPLEX_OF:
+                        raise DtypeError(
+                            f"the complex step cannot run in {name}: torch has no complex type for it; plan "
+                            f"method='complex' for float32 or float64 only"
+                        )
+                    allowed = (_adaptive_placeholder(name) if adaptive else
+                               _tolerance_for(tolerance, name, lambda: _numerical_default(
+                                   expectation, reference, expected, name, estimator, step, levels)))
+                    checks.append(PlannedCheck(label, expectation, reference, expected, item, name, device,
+                                               allowed, expected_failure, seed, estimator, step, levels,
+                                               adaptive))
     return Plan(checks)
 
 
-def _tolerance_for(tolerance: Tolerance | Mapping[str, Tolerance] | None, dtype: str) -> Tolerance:
+def _numerical_default(
+    expectation: Expectation, reference: torch.Tensor, expected: torch.Tensor, dtype: str,
+    method: Method, step: float | None, levels: int,
+) -> Tolerance:
+    """numerical_tolerance at the element that needs the largest allowance, from the steps this x gets.
+
+    |f| is f at x in float64 (a value, not a gradient: nothing is checked by computing it); the scale of
+    the higher derivative that sets the truncation error is unknown, so it is taken as max(1, |f'|), and
+    the reason says so.
+    """
+    resolved = to_dtype(dtype)
+    with torch.no_grad():
+        f_scale = float(torch.as_tensor(expectation.f(reference.clone())).abs().max())
+    gradient_scale = float(expected.abs().max()) if expected.numel() else 0.0
+    h0 = default_step(method, resolved).h0 if step is None else step
+    finest = h0 / 2 ** (levels - 1) if method == "richardson" else h0
+    x = reference.to(resolved)
+    if method == "complex":
+        steps = finest * torch.clamp(reference.abs(), min=1.0)
+    else:
+        steps = representable_step(x, finest).to(torch.float64)
+    candidates = [
+        numerical_tolerance(resolved, method, step=float(h), f_scale=f_scale, gradient_scale=gradient_scale,
+                            derivative_scale=max(1.0, gradient_scale), levels=levels)
+        for h in steps.reshape(-1).unique()
+    ]
+    return max(candidates, key=lambda candidate: candidate.atol)
+
+
+def _adaptive_placeholder(dtype: str) -> Tolerance:
+    # Replaced when the check runs (execute), by estimate_tolerance of the estimate it made.
+    return Tolerance(rtol=0.0, atol=0.0, reason=f"from the estimate's own error estimate ({dtype}), set when run")
+
+
+def _tolerance_for(
+    tolerance: Tolerance | Mapping[str, Tolerance] | str | None,
+    dtype: str,
+    default: Callable[[], Tolerance] | None = None,
+) -> Tolerance:
+    fallback = default or (lambda: default_tolerance(dtype))
     if tolerance is None:
-        return default_tolerance(dtype)
+        return fallback()
     if isinstance(tolerance, Mapping):
         chosen = tolerance.get(dtype)
-        return default_tolerance(dtype) if chosen is None else _tolerance_for(chosen, dtype)
+        return fallback() if chosen is None else _tolerance_for(chosen, dtype, default)
     if not isinstance(tolerance, Tolerance):
         raise ToleranceChangeError(
             f"tolerance={tolerance!r} has no written reason; pass a Tolerance, e.g. "

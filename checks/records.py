@@ -45,6 +45,12 @@ class Record:
     code: dict[str, str] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
     id: str = ""
+    # Numerical estimates only (how="numerical"): the method, the representable step(s) per input element,
+    # how many times f was evaluated, and (Richardson) the estimate's own error estimate per element.
+    method: str = ""
+    step: Value | None = None
+    evaluations: int | None = None
+    error_estimate: Value | None = None
 
     def __post_init__(self) -> None:
         if not self.id:
@@ -72,9 +78,12 @@ class Record:
 
 def record_id(record: Record) -> str:
     """A stable anchor: the same check on the same device and dtype gets the same id in every build."""
-    key = json.dumps([record.check, record.function, record.x, record.how, record.dtype, record.device])
+    parts = [record.check, record.function, record.x, record.how, record.dtype, record.device]
+    # Two numerical methods on the same check are two checks; other records keep their ids unchanged.
+    key = json.dumps(parts + [record.method] if record.method else parts)
     slug = re.sub(r"[^a-z0-9]+", "-", record.check.lower()).strip("-")[:40] or "check"
-    return f"check-{slug}-{record.how}-{record.dtype}-{record.device}-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
+    how = f"{record.how}-{record.method}" if record.method else record.how
+    return f"check-{slug}-{how}-{record.dtype}-{record.device}-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
 
 
 def dump_records(records: list[Record]) -> str:

@@ -1,6 +1,9 @@
 """Tolerances: each one carries the reason it was chosen, and every change keeps old -> new and why.
 
-Defaults are torch.testing.assert_close's per-dtype defaults, so a check here means what it means there.
+Defaults for comparing autograd with the analytical gradient are torch.testing.assert_close's per-dtype
+defaults, so a check here means what it means there. A numerical estimate gets a tolerance derived from
+machine epsilon, its step and the size of f (numerical_tolerance), or from its own error estimate
+(estimate_tolerance); each reason states the formula and the numbers that went into it.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import torch
 
 from .dtypes import dtype_name, to_dtype
 from .errors import ToleranceChangeError
+from .numerical import Estimate, default_step, machine_epsilon
 
 # torch.testing.assert_close defaults (torch/testing/_comparison.py, _DTYPE_PRECISIONS); float64 is also
 # its fallback for dtypes it does not list.
@@ -83,3 +87,85 @@ def default_tolerance(dtype: str | torch.dtype) -> Tolerance:
 def _require_reason(reason: object, what: str) -> None:
     if not isinstance(reason, str) or not reason.strip():
         raise ToleranceChangeError(f"{what} needs a written reason (reason='...'); none was given")
+
+
+# Numerical estimates are compared with a tolerance derived from how they were made, not with
+# assert_close's defaults (which assume two exact computations differing only in the last digits: a forward
+# difference in float32 misses by ~√ε ≈ 3e-4 and would always fail them).
+NUMERICAL_SAFETY = 10.0
+
+
+def numerical_tolerance(
+    dtype: str | torch.dtype,
+    method: str,
+    *,
+    step: float | None = None,
+    f_scale: float = 1.0,
+    gradient_scale: float = 1.0,
+    derivative_scale: float = 1.0,
+    levels: int = 3,
+    safety: float = NUMERICAL_SAFETY,
+) -> Tolerance:
+    """The tolerance a finite-difference estimate deserves, derived from ε, the step and the size of f.
+
+    step             -- the absolute step h the estimate used (default: the method's default step,
+                        numerical.default_step, as for |x| <= 1; for Richardson, its finest step)
+    f_scale          -- |f(x)|: rounding each evaluation costs about ε·|f|, divided by h in the quotient
+    gradient_scale   -- |f'(x)|: the complex step rounds relative to the derivative itself
+    derivative_scale -- the size of the derivative that sets the truncation error (f'' for forward,
+                        f''' for central and complex step, f⁽⁵⁾ for Richardson); 1 when unknown
+    levels           -- Richardson only: the tableau's levels; its finest default step is h0 / 2^(levels-1)
+    safety           -- the factor between the leading-order error and the allowance
+
+    atol = safety · (rounding + truncation); rtol = 2ε covers the estimate being rounded to dtype.
+    """
+    resolved = to_dtype(dtype)
+    rule = default_step(method, resolved)  # also refuses an unknown method
+    eps = machine_epsilon(resolved)
+    finest = rule.h0 / 2 ** (levels - 1) if method == "richardson" else rule.h0
+    h = finest if step is None else float(step)
+    if not (h > 0 and min(f_scale, gradient_scale, derivative_scale) >= 0 and safety >= 1 and levels >= 1):
+        raise ToleranceChangeError(
+            f"a derived tolerance needs step > 0, non-negative scales, levels >= 1 and safety >= 1; got "
+            f"step={h!r}, f_scale={f_scale!r}, gradient_scale={gradient_scale!r}, "
+            f"derivative_scale={derivative_scale!r}, levels={levels!r}, safety={safety!r}"
+        )
+    rounding, truncation, formula = {
+        "forward": (eps * f_scale / h, h * derivative_scale / 2, "ε|f|/h + h|f''|/2"),
+        "central": (eps * f_scale / h, h**2 * derivative_scale / 6, "ε|f|/h + h²|f'''|/6"),
+        # No subtraction in the complex step: rounding is relative to the derivative, not to f/h.
+        "complex": (eps * gradient_scale, h**2 * derivative_scale / 6, "ε|f'| + h²|f'''|/6"),
+        "richardson": (eps * f_scale / h, h**4 * derivative_scale, "ε|f|/h + h⁴|f⁽⁵⁾|"),
+    }[method]
+    atol = safety * (rounding + truncation)
+    name = dtype_name(resolved)
+    reason = (
+        f"derived for {method} differences in {name}: atol = {safety:g}·({formula}) = {atol:.3g} with "
+        f"ε = {eps:.3g}, h = {h:.3g}, |f| = {f_scale:.3g}, |f'| = {gradient_scale:.3g}, derivative scale "
+        f"{derivative_scale:.3g}; rtol = 2ε for rounding the estimate to {name}"
+    )
+    return Tolerance(rtol=2 * eps, atol=atol, reason=reason)
+
+
+def estimate_tolerance(estimate: Estimate, *, safety: float = NUMERICAL_SAFETY) -> Tolerance:
+    """The tolerance an estimate's own error estimate supports (Richardson): safety · max error + ε.
+
+    This is Option B of the decision guide: the allowance comes from the telemetry of this estimate, so
+    it is only as trustworthy as that error estimate, and the record shows both.
+    """
+    if estimate.error is None:
+        raise ToleranceChangeError(
+            f"a {estimate.method} estimate reports no error estimate; derive its tolerance with "
+            f"numerical_tolerance(dtype, {estimate.method!r}, step=..., f_scale=...) instead"
+        )
+    eps = machine_epsilon(to_dtype(estimate.dtype))
+    largest = float(estimate.error.max()) if estimate.error.numel() else 0.0
+    atol = safety * largest + eps
+    return Tolerance(
+        rtol=2 * eps,
+        atol=atol,
+        reason=(
+            f"from the estimate's own error estimate: atol = {safety:g}·{largest:.3g} + ε = {atol:.3g} "
+            f"({estimate.method}, {estimate.evaluations} evaluations, {estimate.dtype}); rtol = 2ε"
+        ),
+    )

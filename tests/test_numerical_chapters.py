@@ -1,0 +1,75 @@
+"""The finite-difference, precision and decision-guide chapters, read from the built HTML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .helpers import embedded_records, main_text, page, tables
+
+
+def _table(soup, css: str) -> list[dict[str, str]]:
+    table = soup.select_one(f"table.{css}")
+    assert table is not None, f"no table.{css} on the page"
+    headings = [th.get_text(strip=True) for th in table.select("thead th")]
+    return [dict(zip(headings, (td.get_text(strip=True) for td in tr.find_all(["td", "th"])))) for tr in
+            table.select("tbody tr")]
+
+
+def test_precision_plot_is_an_image_on_disk_with_alt_text(book_html: Path) -> None:
+    soup = page(book_html, "book/precision.html")
+    images = soup.select("main img") or soup.find_all("img")
+    plots = [img for img in images if "log-log" in img.get("alt", "")]
+    assert plots, [img.get("alt") for img in images]
+    for img in plots:
+        source = (book_html / "book" / img["src"]).resolve()
+        assert source.is_file() and source.stat().st_size > 1000, source
+
+
+def test_precision_table_has_measured_and_theoretical_columns_for_every_dtype(book_html: Path) -> None:
+    rows = _table(page(book_html, "book/precision.html"), "precision-table")
+    assert {row["dtype"] for row in rows} == {"float16", "bfloat16", "float32", "float64"}
+    assert {(row["dtype"], row["method"]) for row in rows} >= {("float32", "complex"), ("float16", "central")}
+    for row in rows:
+        assert row["theory step"].split(" = ")[0] in ("√ε", "ε^(1/3)", "any h ≤ √ε")
+        float(row["measured best step"]), float(row["measured smallest error"])
+    text = main_text(page(book_html, "book/precision.html"))
+    assert "or less rounds to zero in float16" in text and "relative step of  or less" not in text
+
+
+def test_finite_difference_chapter_shows_numerical_records_with_their_telemetry(book_html: Path) -> None:
+    soup = page(book_html, "book/finite-differences.html")
+    side_by_side, strict = tables(soup)
+    numerical = [row for row in side_by_side if row["observed how"].startswith("numerical estimate")]
+    assert numerical and any(row["observed how"] == "returned by autograd.grad" for row in side_by_side)
+    assert all(row["f evaluations"] not in ("", "none") and row["step h"] != "none" for row in numerical)
+    assert strict[0]["verdict"] == "fail (expected failure)"
+    records = [r for r in embedded_records(soup) if r["how"] == "numerical"]
+    assert records and all(r["method"] in ("forward", "central") and r["evaluations"] >= 1 for r in records)
+    assert all(r["tolerance"]["reason"] for r in records)
+
+
+def test_gradcheck_outcomes_are_tabled_per_dtype_and_match_the_prose(book_html: Path) -> None:
+    soup = page(book_html, "book/finite-differences.html")
+    rows = _table(soup, "gradcheck-table")
+    assert {row["dtype"] for row in rows} == {"float64", "float32", "float16"}
+    passes = {d: sum(row["gradcheck passed"] == "True" for row in rows if row["dtype"] == d) for d in ("float64", "float32")}
+    runs = sum(row["dtype"] == "float64" for row in rows)
+    assert f"gradcheck passed {passes['float64']} of {runs} runs in float64, {passes['float32']} in float32" in main_text(soup)
+    # gradcheck warns for every input that is not float64, and for none that is.
+    assert all((row["warned"] == "True") == (row["dtype"] != "float64") for row in rows)
+
+
+def test_decision_guide_runs_both_options_on_the_same_functions(book_html: Path) -> None:
+    soup = page(book_html, "book/decision-guide.html")
+    option_a, option_b = tables(soup)
+    assert [row["check"] for row in option_a] == [row["check"] for row in option_b]
+    assert all(row["error estimate"] == "none" for row in option_a)
+    assert all(row["error estimate"] != "none" for row in option_b)
+    summary = _table(soup, "decision-table")
+    assert {row["option"] for row in summary} == {"A: fixed", "B: adaptive"}
+    by_option = {(row["option"], row["dtype"]): int(row["f evaluations"]) for row in summary}
+    # Richardson with three levels evaluates f three times as often as one central difference.
+    assert by_option["B: adaptive", "float32"] == 3 * by_option["A: fixed", "float32"]
+    records = embedded_records(soup)
+    adaptive = [r for r in records if r["method"] == "richardson"]
+    assert adaptive and all(r["tolerance"]["reason"].startswith("from the estimate's own error estimate") for r in adaptive)
