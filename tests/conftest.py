@@ -24,6 +24,8 @@ def build_book(output: Path) -> Path:
         capture_output=True,
         text=True,
         cwd=ROOT,
+        # The kernels import `checks` from this checkout, whatever else is installed.
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
     )
     if result.returncode != 0:
         pytest.fail(f"jupyter-book build failed ({result.returncode}):\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}")
