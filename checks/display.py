@@ -68,7 +68,8 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def _cell(key: str, record: Record) -> str:
+def cell_text(key: str, record: Record) -> str:
+    """One cell of a check table, as the reader sees it."""
     value = getattr(record, key)
     if key == "input_shape":
         return "(" + ", ".join(str(n) for n in value) + ("," if len(value) == 1 else "") + ")"
@@ -86,7 +87,7 @@ def _cell(key: str, record: Record) -> str:
     if key == "tolerance":
         return f"rtol {value['rtol']:.3g}, atol {value['atol']:.3g}"
     if key == "verdict" and record.expected_failure:
-        return f"{value} (expected failure)"
+        return f"{value} (expected failure)" if not record.passed else f"{value} (a failure was expected)"
     return format_value(value)
 
 
@@ -102,29 +103,118 @@ def _short_numbers(value: Any) -> str:
 def records_frame(records: Sequence[Record], columns: Sequence[str] | None = None) -> pd.DataFrame:
     """A table of records, one row each, with the reader's column names."""
     keys = list(columns or COLUMNS)
-    return pd.DataFrame([[_cell(key, record) for key in keys] for record in records],
+    return pd.DataFrame([[cell_text(key, record) for key in keys] for record in records],
                         columns=[HEADINGS.get(key, key) for key in keys])
 
 
 def records_html(records: Sequence[Record], columns: Sequence[str] | None = None) -> str:
-    """The table, the tolerances' reasons, and (for executed records) the records as embedded JSON."""
+    """The table, the tolerances' reasons, each failure in full, and the executed records as embedded JSON."""
     keys = list(columns or COLUMNS)
     head = "".join(f"<th>{html.escape(HEADINGS.get(key, key))}</th>" for key in keys)
-    # Row classes let the page colour verdicts; row ids make each check linkable.
-    rows = "".join(
-        f'<tr id="{html.escape(record.id)}" class="checks-{record.verdict}">'
-        + "".join(f'<td class="checks-{key}">{html.escape(_cell(key, record))}</td>' for key in keys)
-        + "</tr>"
-        for record in records
-    )
+    rows = "".join(_row(record, keys) for record in records)
     table = f'<table class="checks-table"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
-    return table + tolerance_notes(records) + embed(records)
+    failures = "".join(failure_html(record) for record in records if record.executed and not record.passed)
+    return table + tolerance_notes(records) + failures + embed(records)
+
+
+def _row(record: Record, keys: Sequence[str]) -> str:
+    # Row classes let the page colour verdicts; executed rows get the record's id, so each check is linkable
+    # (a plan's rows share those ids and would collide with the results on the same page).
+    anchor = f' id="{html.escape(record.id)}"' if record.executed else ""
+    cells = []
+    for key in keys:
+        text = html.escape(cell_text(key, record))
+        if key == "verdict" and record.executed and not record.passed:
+            text = f'<a href="#{html.escape(failure_anchor(record))}">{text}</a>'
+        cells.append(f'<td class="checks-{key}">{text}</td>')
+    return f'<tr{anchor} class="checks-{record.verdict}">{"".join(cells)}</tr>'
+
+
+def failure_anchor(record: Record) -> str:
+    return f"{record.id}-failure"
+
+
+def failure_html(record: Record) -> str:
+    """A failed check with everything needed to judge and reproduce it: discrepancy, code, environment."""
+    kind = "expected failure (a demonstration)" if record.expected_failure else "unexpected failure"
+    title = (f"Failed check: {record.check} ({record.dtype} on {record.device}, "
+             f"{HOW_WORDS.get(record.how, record.how)}) — {kind}")
+    sections = {
+        "Discrepancy": _pre(record.message) + _definitions(discrepancy(record)),
+        "Where the numbers came from": _definitions({
+            "expected": f"analytical: {record.gradient_formula} ({record.derivative_source})",
+            "observed": cell_text("how", record),
+        }),
+        "Code": "".join(f'<p class="checks-code-name">{html.escape(name)}</p>{_pre(code)}'
+                        for name, code in record.code.items()),
+        "Environment": _definitions(environment_items(record)),
+    }
+    body = "".join(f"<h4>{html.escape(name)}</h4>{content}" for name, content in sections.items())
+    classes = "checks-failure checks-expected-failure" if record.expected_failure else "checks-failure"
+    return (f'<div class="{classes}" id="{html.escape(failure_anchor(record))}">'
+            f'<p class="checks-failure-title">{html.escape(title)}</p>{body}</div>')
+
+
+def discrepancy(record: Record) -> dict[str, str]:
+    """Expected and observed, the errors, the worst element, and the tolerance with its reason and history."""
+    index = tuple(record.worst_index or ())
+    tolerance = record.tolerance
+    items = {
+        "expected": format_value(record.analytical_gradient),
+        "observed": format_value(record.observed_gradient),
+        "greatest absolute error": _short_numbers(record.abs_error),
+        "greatest relative error": _short_numbers(record.rel_error),
+        "worst element": (f"index {index}: expected {format_value(_element(record.analytical_gradient, index))}, "
+                          f"observed {format_value(_element(record.observed_gradient, index))}"),
+        "mismatched elements": format_value(record.mismatched),
+        "tolerance": f"rtol {tolerance['rtol']:.3g}, atol {tolerance['atol']:.3g} ({tolerance['reason']})",
+    }
+    for number, change in enumerate(tolerance.get("history", ()), start=1):
+        items[f"tolerance change {number}"] = _change_words(change)
+    return items
+
+
+def environment_items(record: Record) -> dict[str, str]:
+    env = record.environment
+    return {
+        "torch": str(env.get("torch")),
+        "python": str(env.get("python")),
+        "OS": str(env.get("os")),
+        "CPU": str(env.get("cpu")),
+        "GPU": str(env.get("gpu") or "none"),
+        "device": f"{record.device} ({record.device_name})",
+        "dtype": record.dtype,
+        "default dtype": str(env.get("default_dtype")),
+        "seed": str(env.get("seed")),
+    }
+
+
+def _element(value: Any, index: tuple[int, ...]) -> Any:
+    for position in index:
+        value = value[position]
+    return value
+
+
+def _change_words(change: dict[str, Any]) -> str:
+    return (f"rtol {change['old_rtol']:.3g}, atol {change['old_atol']:.3g} → rtol {change['rtol']:.3g}, "
+            f"atol {change['atol']:.3g}, because: {change['reason']}")
+
+
+def _pre(text: str) -> str:
+    return f"<pre>{html.escape(text)}</pre>"
+
+
+def _definitions(items: dict[str, str]) -> str:
+    return "<dl>" + "".join(f"<dt>{html.escape(key)}</dt><dd>{html.escape(value)}</dd>"
+                            for key, value in items.items()) + "</dl>"
 
 
 def tolerance_notes(records: Sequence[Record]) -> str:
+    """Each tolerance once, with its reason and, where it was changed, what it was and why it changed."""
     notes = dict.fromkeys(
         f"{record.dtype}: rtol {record.tolerance['rtol']:.3g}, atol {record.tolerance['atol']:.3g} "
         f"({record.tolerance['reason']})"
+        + "".join(f"; changed from {_change_words(change)}" for change in record.tolerance.get("history", ()))
         for record in records
     )
     items = "".join(f"<li>{html.escape(note)}</li>" for note in notes)

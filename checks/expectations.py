@@ -21,6 +21,8 @@ class Expectation:
     gradient -- the analytical derivative as text, e.g. "2*x"
     df       -- the analytical derivative as code; returns a tensor of x's shape
     source   -- where the derivative came from, e.g. "power rule: d/dx x² = 2x"
+    related  -- other code the check runs through, e.g. a custom torch.autograd.Function whose backward
+                is under test: its source is kept on every record beside f's and df's
     """
 
     function: str
@@ -28,6 +30,7 @@ class Expectation:
     gradient: str
     df: Function
     source: str
+    related: tuple[object, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("function", "gradient", "source"):

@@ -224,11 +224,23 @@ def _short(x: torch.Tensor) -> str:
 
 
 def source_code(expectation: Expectation) -> dict[str, str]:
-    """The code of f and df as written, so a failed check can be read and reproduced."""
-    code = {}
-    for name in ("f", "df"):
-        try:
-            code[name] = inspect.getsource(getattr(expectation, name)).strip()
-        except (OSError, TypeError):
-            code[name] = repr(getattr(expectation, name))
+    """The code of f, df and related objects as written, so a failed check can be read and reproduced."""
+    code = {name: _source(getattr(expectation, name)) for name in ("f", "df")}
+    for item in expectation.related:
+        code[getattr(item, "__name__", repr(item))] = _source(item)
     return code
+
+
+def _source(item: object) -> str:
+    try:
+        return inspect.getsource(item).strip()  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        pass
+    if inspect.isclass(item):
+        # Python 3.11 cannot find a class's source in a notebook kernel, but it finds its methods'.
+        methods = [getattr(member, "__func__", member) for member in vars(item).values()]
+        sources = [_source(method) for method in methods if inspect.isfunction(method)]
+        if sources:
+            bases = ", ".join(base.__qualname__ for base in item.__bases__)
+            return f"class {item.__qualname__}({bases}):  # its methods' source\n" + "\n\n".join(sources)
+    return repr(item)
