@@ -6,6 +6,7 @@ A plan shows the analytical gradient with observed = none and executed = false; 
 from __future__ import annotations
 
 import inspect
+import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -233,14 +234,14 @@ def source_code(expectation: Expectation) -> dict[str, str]:
 
 def _source(item: object) -> str:
     try:
-        return inspect.getsource(item).strip()  # type: ignore[arg-type]
+        return textwrap.dedent(inspect.getsource(item)).strip()  # type: ignore[arg-type]
     except (OSError, TypeError):
         pass
     if inspect.isclass(item):
         # Python 3.11 cannot find a class's source in a notebook kernel, but it finds its methods'.
         methods = [getattr(member, "__func__", member) for member in vars(item).values()]
-        sources = [_source(method) for method in methods if inspect.isfunction(method)]
+        sources = [textwrap.indent(_source(method), "    ") for method in methods if inspect.isfunction(method)]
         if sources:
             bases = ", ".join(base.__qualname__ for base in item.__bases__)
-            return f"class {item.__qualname__}({bases}):  # its methods' source\n" + "\n\n".join(sources)
+            return f"class {item.__qualname__}({bases}):  # its methods, as written\n" + "\n\n".join(sources)
     return repr(item)

@@ -17,16 +17,16 @@ ROOT = Path(__file__).resolve().parents[1]
 JUPYTER_BOOK = str(Path(sys.executable).with_name("jupyter-book"))
 
 
-def build_book(output: Path) -> Path:
+def jupyter_book(*arguments: str) -> subprocess.CompletedProcess[str]:
+    """Run jupyter-book; its kernels import `checks` from this checkout, whatever else is installed."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return subprocess.run([JUPYTER_BOOK, *arguments], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": path})
+
+
+def build_book(output: Path, source: Path = ROOT, *, clean: bool = True) -> Path:
     """Run `jupyter-book build` as a reader would, into output/_build; fail with its log if it fails."""
-    result = subprocess.run(
-        [JUPYTER_BOOK, "build", "--all", "--path-output", str(output), str(ROOT)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        # The kernels import `checks` from this checkout, whatever else is installed.
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
-    )
+    result = jupyter_book("build", *(["--all"] if clean else []), "--path-output", str(output), str(source))
     if result.returncode != 0:
         pytest.fail(f"jupyter-book build failed ({result.returncode}):\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}")
     return output / "_build" / "html"
