@@ -228,7 +228,7 @@ def source_code(expectation: Expectation) -> dict[str, str]:
     """The code of f, df and related objects as written, so a failed check can be read and reproduced."""
     code = {name: _source(getattr(expectation, name)) for name in ("f", "df")}
     for item in expectation.related:
-        code[getattr(item, "__name__", repr(item))] = _source(item)
+        code[getattr(item, "__name__", None) or type(item).__name__] = _source(item)
     return code
 
 
@@ -244,4 +244,11 @@ def _source(item: object) -> str:
         if sources:
             bases = ", ".join(base.__qualname__ for base in item.__bases__)
             return f"class {item.__qualname__}({bases}):  # its methods, as written\n" + "\n\n".join(sources)
-    return repr(item)
+    return _name(item)
+
+
+def _name(item: object) -> str:
+    """A name for code without Python source (torch.exp, say); never a repr, whose address changes per run."""
+    module = getattr(item, "__module__", None)
+    name = getattr(item, "__name__", None) or type(item).__name__
+    return f"{module}.{name}  # built in: no Python source" if module else f"{name}  # built in: no Python source"

@@ -146,3 +146,13 @@ def test_python_dash_m_checks_runs_as_a_module(tmp_path: Path) -> None:
                             cwd=Path(__file__).resolve().parents[1])
     assert result.returncode == 1
     assert "unexpected failure" in result.stdout
+
+
+def test_code_without_python_source_is_named_stably() -> None:
+    # A repr carries a memory address that changes from kernel to kernel: two builds would differ.
+    from checks.plan import source_code
+
+    code = source_code(checks.Expectation("exp(x).sum()", lambda x: torch.exp(x).sum(), "exp(x)", torch.exp,
+                                          "d/dx eˣ = eˣ"))
+    assert code["df"] == "torch.exp  # built in: no Python source"
+    assert "lambda x: torch.exp(x).sum()" in code["f"]

@@ -1,0 +1,112 @@
+"""The ledger across builds: the same after a second clean build and after a no-change rebuild, complete
+when a chapter is added later, and problems (an unexpected failure or pass) caught after a build that
+still completes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checks import ledger
+
+from .conftest import ROOT, build_book, jupyter_book
+from .helpers import page
+from .test_build_behaviour import CHAPTER_HEADER
+
+
+def ledger_rows(html: Path) -> list[str]:
+    return [str(row) for row in page(html, "book/ledger.html").select("table.checks-ledger tbody tr")]
+
+
+@pytest.fixture(scope="module")
+def second_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_book(tmp_path_factory.mktemp("second"))
+
+
+def test_two_clean_builds_give_the_same_ledger(book_html: Path, second_build: Path) -> None:
+    # Records hold no timestamps or timings, so the two ledgers are compared whole.
+    assert (second_build / ledger.LEDGER_JSON).read_text() == (book_html / ledger.LEDGER_JSON).read_text()
+    assert ledger_rows(second_build) == ledger_rows(book_html)
+
+
+def test_a_no_change_rebuild_keeps_the_ledger(second_build: Path) -> None:
+    before = (second_build / ledger.LEDGER_JSON).read_text()
+    rows = ledger_rows(second_build)
+    build_book(second_build.parents[1], clean=False)
+    assert (second_build / ledger.LEDGER_JSON).read_text() == before
+    assert ledger_rows(second_build) == rows
+
+
+def chapter(title: str, check: str) -> str:
+    return (CHAPTER_HEADER + f"# {title}\n\n```{{code-cell}} ipython3\nimport checks\n"
+            f"square = checks.Expectation('x*x', lambda x: x * x, '2*x', lambda x: 2 * x, 'power rule')\n"
+            f"{check}\n```\n")
+
+
+def small_book(root: Path, chapters: dict[str, str]) -> Path:
+    """A book of the given chapters and a ledger page, with the real book's configuration."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "_config.yml", root / "_config.yml")
+    (root / "book").mkdir(exist_ok=True)
+    shutil.copy(ROOT / "book" / "ledger.md", root / "book" / "ledger.md")
+    (root / "book" / "intro.md").write_text("# Intro\n")
+    for name, text in chapters.items():
+        (root / "book" / f"{name}.md").write_text(text)
+    files = "".join(f"  - file: book/{name}\n" for name in (*chapters, "ledger"))
+    (root / "_toc.yml").write_text(f"format: jb-book\nroot: book/intro\nchapters:\n{files}")
+    return root
+
+
+SUM = ("total = checks.Expectation('x.sum()', lambda x: x.sum(), 'ones_like(x)', lambda x: x * 0 + 1, "
+       "'sum rule')\n")
+
+
+def test_a_chapter_added_later_joins_the_ledger(tmp_path: Path) -> None:
+    first = {"one": chapter("One", "checks.plan(square, 3.0).run()")}
+    html = build_book(tmp_path, small_book(tmp_path / "src", first), clean=False)
+    assert {item["chapter"] for item in ledger.load(html)} == {"One"}
+    later = {**first, "two": chapter("Two", SUM + "checks.plan(total, [1.0, 2.0]).run()")}
+    html = build_book(tmp_path, small_book(tmp_path / "src", later), clean=False)
+    items = ledger.load(html)
+    assert {item["chapter"] for item in items} == {"One", "Two"}
+    assert len(ledger_rows(html)) == len(items)
+
+
+def test_a_chapter_not_read_again_keeps_its_records_and_an_edited_one_replaces_its_own(tmp_path: Path) -> None:
+    chapters = {"one": chapter("One", "checks.plan(square, 3.0).run()"),
+                "two": chapter("Two", SUM + "checks.plan(total, [1.0, 2.0]).run()")}
+    source = small_book(tmp_path / "src", chapters)
+    html = build_book(tmp_path, source, clean=False)
+    before = {item["id"]: item for item in ledger.load(html)}
+    (source / "book" / "two.md").write_text(chapter("Two", SUM + "checks.plan(total, [5.0, 6.0, 7.0]).run()"))
+    result = jupyter_book("build", "--path-output", str(tmp_path), str(source))
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert "book/two" in result.stdout and "book/one" not in result.stdout  # only the edited chapter re-read
+    after = ledger.load(html)
+    assert {key for key, item in before.items() if item["chapter"] == "One"} == \
+        {item["id"] for item in after if item["chapter"] == "One"}
+    two = [item["x"] for item in after if item["chapter"] == "Two"]
+    assert two and all(x == [5.0, 6.0, 7.0] for x in two)
+    assert len(ledger_rows(html)) == len(after)
+
+
+def test_problems_do_not_stop_the_build_but_fail_python_dash_m_checks(tmp_path: Path) -> None:
+    wrong = "wrong = checks.Expectation('x*x', lambda x: x * x, '3*x', lambda x: 3 * x, 'a slip')\n"
+    chapters = {
+        "slip": chapter("Slip", wrong + "checks.plan(wrong, 3.0).run()"),
+        "demo": chapter("Demo", "checks.plan(square, 3.0, expected_failure=True).run()"),
+    }
+    html = build_book(tmp_path, small_book(tmp_path / "src", chapters))
+    shown = page(html, "book/slip.html").select("div.checks-failure")
+    assert shown, "the unexpected failure is shown on its page"
+    result = subprocess.run([sys.executable, "-m", "checks", str(html)], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 1
+    assert "unexpected failure: x*x at x=3" in result.stdout
+    assert "unexpected pass: x*x at x=3" in result.stdout
+    outcomes = json.loads((html / ledger.LEDGER_JSON).read_text())
+    assert sorted(item["outcome"] for item in outcomes) == ["unexpected failure", "unexpected pass"]
