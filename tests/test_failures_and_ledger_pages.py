@@ -6,20 +6,18 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from checks import ledger
 from checks.__main__ import main
 
 from .helpers import embedded_records, main_text, page
+from .toc import toc_files
 
-ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTED_SHAPE = {"function", "x", "analytical_gradient", "observed_gradient", "executed"}
 
 
 def toc_pages() -> list[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    return [f"{toc['root']}.html", *(f"{chapter['file']}.html" for chapter in toc["chapters"])]
+    return [f"{name}.html" for name in toc_files()]
 
 
 def ledger_json(book_html: Path) -> list[dict]:
