@@ -91,7 +91,9 @@ class Record:
 
 def record_id(record: Record) -> str:
     """A stable anchor: the same check on the same device and dtype gets the same id in every build."""
-    parts = [record.check, record.function, record.x, record.how, record.dtype, record.device]
+    # The expected formula is part of the check: a second expectation of the same function is another check.
+    parts = [record.check, record.function, record.gradient_formula, record.x, record.how, record.dtype,
+             record.device]
     # Two numerical methods on the same check are two checks; other records keep their ids unchanged.
     key = json.dumps(parts + [record.method] if record.method else parts)
     slug = re.sub(r"[^a-z0-9]+", "-", record.check.lower()).strip("-")[:40] or "check"

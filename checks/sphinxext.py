@@ -81,14 +81,14 @@ def _ledger_pages(env: BuildEnvironment) -> set[str]:
 
 
 def _collect(app: Sphinx, doctree: nodes.document) -> None:
-    """Keep the executed records a chapter's outputs embed, in page order, each id once."""
+    """Keep the executed records a chapter's outputs embed, in page order; a table shown twice counts once."""
     found: dict[str, dict] = {}
     for raw in doctree.findall(nodes.raw):
         if "html" not in raw.get("format", "").split():
             continue
         for payload in EMBEDDED.findall(raw.astext()):
             for record in json.loads(payload):
-                found.setdefault(record["id"], record)
+                found.setdefault(json.dumps(record, sort_keys=True), record)
     if found:
         _records(app.env)[app.env.docname] = list(found.values())
 
