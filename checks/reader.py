@@ -1,4 +1,5 @@
-"""Sphinx extension for readers: each page says where its numbers came from, and plots suit any screen.
+"""Sphinx extension for readers: each page says where its numbers came from, plots suit any screen, and
+no page loads a script twice.
 
 The line naming Python, torch and the devices is written into every page when the HTML is written, from
 the process building the book (the one that executes the chapters). Its text is a config value with
@@ -44,11 +45,31 @@ def insert_after_title(body: str, fragment: str) -> str:
     return body[:end] + fragment + body[end:]
 
 
+def unique_scripts(scripts: list[Any]) -> list[Any]:
+    """The page's scripts, each once.
+
+    sphinx-thebe 0.3.1 under Sphinx 7.4 adds its inline configuration script twice (once with filename
+    None, once with ''), so Sphinx's own de-duplication misses it and every page declares the same
+    `const` twice: an uncaught SyntaxError in the browser.
+    """
+    seen = set()
+    kept = []
+    for script in scripts:
+        key = (getattr(script, "filename", script) or "", getattr(script, "priority", None),
+               tuple(sorted(getattr(script, "attributes", {}).items())))
+        if key not in seen:
+            seen.add(key)
+            kept.append(script)
+    return kept
+
+
 def _set_line(app: Sphinx, config: Config) -> None:
     config.checks_build_environment = environment_line()
 
 
-def _add_line(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+def _on_page(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+    if "script_files" in context:
+        context["script_files"] = unique_scripts(context["script_files"])
     # Only the book's own pages: search, genindex and the like are not computed from anything.
     if doctree is None or "body" not in context:
         return
@@ -64,6 +85,6 @@ def setup(app: Sphinx) -> dict:
     app.add_config_value("checks_build_environment", "", "html")
     app.connect("config-inited", _set_line)
     app.connect("builder-inited", _add_static)
-    app.connect("html-page-context", _add_line)
+    app.connect("html-page-context", _on_page)
     app.add_css_file("reader.css")
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
