@@ -85,10 +85,14 @@ def cell_text(key: str, record: Record) -> str:
     if key in ("step", "error_estimate"):
         return _short_numbers(value)
     if key == "tolerance":
-        return f"rtol {value['rtol']:.3g}, atol {value['atol']:.3g}"
+        return rtol_atol(value["rtol"], value["atol"])
     if key == "verdict" and record.expected_failure:
         return f"{value} (expected failure)" if not record.passed else f"{value} (a failure was expected)"
     return format_value(value)
+
+
+def rtol_atol(rtol: float, atol: float) -> str:
+    return f"rtol {rtol:.3g}, atol {atol:.3g}"
 
 
 def _short_numbers(value: Any) -> str:
@@ -167,7 +171,7 @@ def discrepancy(record: Record) -> dict[str, str]:
         "worst element": (f"index {index}: expected {format_value(_element(record.analytical_gradient, index))}, "
                           f"observed {format_value(_element(record.observed_gradient, index))}"),
         "mismatched elements": format_value(record.mismatched),
-        "tolerance": f"rtol {tolerance['rtol']:.3g}, atol {tolerance['atol']:.3g} ({tolerance['reason']})",
+        "tolerance": f"{rtol_atol(tolerance['rtol'], tolerance['atol'])} ({tolerance['reason']})",
     }
     for number, change in enumerate(tolerance.get("history", ()), start=1):
         items[f"tolerance change {number}"] = _change_words(change)
@@ -196,8 +200,8 @@ def _element(value: Any, index: tuple[int, ...]) -> Any:
 
 
 def _change_words(change: dict[str, Any]) -> str:
-    return (f"rtol {change['old_rtol']:.3g}, atol {change['old_atol']:.3g} → rtol {change['rtol']:.3g}, "
-            f"atol {change['atol']:.3g}, because: {change['reason']}")
+    return (f"{rtol_atol(change['old_rtol'], change['old_atol'])} → {rtol_atol(change['rtol'], change['atol'])}, "
+            f"because: {change['reason']}")
 
 
 def _pre(text: str) -> str:
@@ -212,7 +216,7 @@ def _definitions(items: dict[str, str]) -> str:
 def tolerance_notes(records: Sequence[Record]) -> str:
     """Each tolerance once, with its reason and, where it was changed, what it was and why it changed."""
     notes = dict.fromkeys(
-        f"{record.dtype}: rtol {record.tolerance['rtol']:.3g}, atol {record.tolerance['atol']:.3g} "
+        f"{record.dtype}: {rtol_atol(record.tolerance['rtol'], record.tolerance['atol'])} "
         f"({record.tolerance['reason']})"
         + "".join(f"; changed from {_change_words(change)}" for change in record.tolerance.get("history", ()))
         for record in records

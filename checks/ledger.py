@@ -141,14 +141,14 @@ def _table_html(entries: Sequence[Entry], link: Callable[[Entry], str]) -> str:
     head = "".join(f"<th>{html.escape(name)}</th>" for name in COLUMNS.values())
     rows = "".join(
         f'<tr class="checks-{item["verdict"]} checks-outcome-{_slug(item["outcome"])}">'
-        + "".join(f'<td class="checks-{key}">{_ledger_cell(key, item, link)}</td>' for key in COLUMNS)
+        + "".join(f'<td class="checks-{key}">{_ledger_cell(key, item, record, link)}</td>' for key in COLUMNS)
         + "</tr>"
-        for item in entries
+        for item, record in ((item, Record.from_dict(item)) for item in entries)
     )
     return f'<table class="checks-table checks-ledger"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
 
-def _ledger_cell(key: str, item: Entry, link: Callable[[Entry], str]) -> str:
+def _ledger_cell(key: str, item: Entry, record: Record, link: Callable[[Entry], str]) -> str:
     if key == "chapter":
         return f'<a href="{html.escape(link(item))}">{html.escape(item["chapter"])}</a>'
     if key == "how":
@@ -158,7 +158,7 @@ def _ledger_cell(key: str, item: Entry, link: Callable[[Entry], str]) -> str:
         return "yes" if item["expected_failure"] else "no"
     if key == "verdict":
         return html.escape(item["outcome"])
-    return html.escape(cell_text(key, Record.from_dict(item)))
+    return html.escape(cell_text(key, record))
 
 
 def _slug(outcome: str) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import platform
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -20,7 +19,6 @@ from sphinx.config import Config
 
 from .devices import available_devices, device_name
 
-STATIC = Path(__file__).resolve().parent / "_static"
 LINE_CLASS = "checks-build-environment"
 
 
@@ -76,15 +74,11 @@ def _on_page(app: Sphinx, pagename: str, templatename: str, context: dict[str, A
     context["body"] = insert_after_title(context["body"], environment_html(app.config.checks_build_environment))
 
 
-def _add_static(app: Sphinx) -> None:
-    if str(STATIC) not in map(str, app.config.html_static_path):
-        app.config.html_static_path.append(str(STATIC))
-
-
 def setup(app: Sphinx) -> dict:
     app.add_config_value("checks_build_environment", "", "html")
     app.connect("config-inited", _set_line)
-    app.connect("builder-inited", _add_static)
+    # reader.css lies in the package's static folder, which checks.sphinxext adds to the build.
+    app.setup_extension("checks.sphinxext")
     app.connect("html-page-context", _on_page)
     app.add_css_file("reader.css")
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

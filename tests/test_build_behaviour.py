@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +9,7 @@ from sphinx.cmd.build import build_main
 
 import checks.sphinxext
 
-from .conftest import JUPYTER_BOOK
+from .conftest import jupyter_book
 
 CHAPTER_HEADER = """---
 jupytext:
@@ -30,7 +28,7 @@ def test_a_chapter_whose_code_raises_fails_the_build(tmp_path: Path) -> None:
     (tmp_path / "_config.yml").write_text((root / "_config.yml").read_text())
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: broken\n")
     (tmp_path / "broken.md").write_text(CHAPTER_HEADER + "# Broken\n\n```{code-cell} ipython3\n1 / 0\n```\n")
-    result = subprocess.run([JUPYTER_BOOK, "build", str(tmp_path)], capture_output=True, text=True)
+    result = jupyter_book("build", str(tmp_path))
     assert result.returncode != 0
     assert "ZeroDivisionError" in result.stdout + result.stderr
 
