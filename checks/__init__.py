@@ -18,6 +18,16 @@ from .errors import (
 from .execute import Results, execute
 from .expectations import Expectation
 from .numerical import Estimate, estimate_gradient, estimate_jacobian
+from .passes import (
+    PassTable,
+    Step,
+    expect_passes,
+    non_leaf_passes,
+    provenance_frame,
+    run_passes,
+    second_derivative_passes,
+    unused_input_passes,
+)
 from .plan import Plan, PlannedCheck, plan
 from .records import Record, dump_records, load_records
 from .tolerances import Tolerance, ToleranceChange, default_tolerance, estimate_tolerance, numerical_tolerance
@@ -31,10 +41,12 @@ __all__ = [
     "NaNInputError",
     "NonScalarOutputError",
     "Plan",
+    "PassTable",
     "PlannedCheck",
     "Record",
     "Results",
     "ShapeMismatchError",
+    "Step",
     "StepError",
     "Tolerance",
     "ToleranceChange",
@@ -47,7 +59,13 @@ __all__ = [
     "estimate_jacobian",
     "estimate_tolerance",
     "execute",
+    "expect_passes",
     "load_records",
+    "non_leaf_passes",
     "numerical_tolerance",
     "plan",
+    "provenance_frame",
+    "run_passes",
+    "second_derivative_passes",
+    "unused_input_passes",
 ]
