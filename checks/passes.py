@@ -33,11 +33,12 @@ from .devices import device_name, resolve_devices
 from .display import format_value, records_html
 from .dtypes import dtype_name, to_dtype
 from .environment import environment
+from .execute import Results
 from .errors import CheckInputError
 from .expectations import Expectation, Function, reference_input
 from .observe import forward, leaf
 from .plan import source_code
-from .records import Provenance, Record
+from .records import Provenance, Record, Value
 from .tolerances import Tolerance, default_tolerance
 
 Action = Literal["backward", "grad"]
@@ -170,6 +171,16 @@ class PassTable(Sequence[Pass]):
         return table_html(self.frame()) + records_html(self.records)
 
 
+@dataclass(frozen=True)
+class Table:
+    """A chapter's own table (not a check table): shows as HTML without the index."""
+
+    frame: pd.DataFrame
+
+    def _repr_html_(self) -> str:
+        return table_html(self.frame)
+
+
 def table_html(frame: pd.DataFrame) -> str:
     """A chapter's own table, told apart from the shared check tables by its class."""
     return frame.to_html(index=False, classes="checks-passes", border=0)
@@ -271,7 +282,7 @@ def non_leaf_passes(
     device: str = "cpu",
     tolerance: Tolerance | None = None,
     seed: int = 0,
-) -> tuple[list[Record], str]:
+) -> tuple[Results, str]:
     """h = inner(x) is not a leaf; loss = outer.f(h). h.grad after backward(), without and with retain_grad().
 
     Expected: dloss/dh = outer.df(h). Without retain_grad() PyTorch keeps no .grad for a non-leaf and warns
@@ -308,7 +319,7 @@ def non_leaf_passes(
         records.append(_record(label, f"{outer.function}, h = {inner_text}", outer.gradient, outer.source,
                                h_reference, "stored", name, device, expected, observed, tolerance,
                                not retain, problems, warning or None, seed, {"h": inner_text}))
-    return records, first_warning
+    return Results(records), first_warning
 
 
 def second_derivative_passes(
@@ -320,7 +331,7 @@ def second_derivative_passes(
     device: str = "cpu",
     tolerance: Tolerance | None = None,
     seed: int = 0,
-) -> list[Record]:
+) -> Results:
     """f'(x) returned with create_graph=True, then f''(x) from it; and f''(x) asked for without create_graph.
 
     first is f with f'; second is f' with f'' (second.f must agree with first.df: checked analytically).
@@ -361,7 +372,7 @@ def second_derivative_passes(
             "returned", name, device, second_expected, _snapshot(second_observed), tolerance,
             not create_graph, _error_problems(error, None if create_graph else NO_GRAD_FN), error, seed,
             source_code(second)))
-    return records
+    return Results(records)
 
 
 def unused_input_passes(
@@ -373,7 +384,7 @@ def unused_input_passes(
     device: str = "cpu",
     tolerance: Tolerance | None = None,
     seed: int = 0,
-) -> list[Record]:
+) -> Results:
     """autograd.grad of f(x) with respect to (x, u), where f does not use u.
 
     Expected: f'(x) for x, and ∂f/∂u = 0 (f does not depend on u). Asked plainly, PyTorch raises; with
@@ -413,7 +424,7 @@ def unused_input_passes(
                 expectation.source if which == "x" else "f does not use u, so ∂f/∂u = 0",
                 point, "returned", name, device, wanted, _snapshot(observed), tolerance, failing, problems,
                 error, seed, source_code(expectation)))
-    return records
+    return Results(records)
 
 
 def provenance_frame(records: Sequence[Record]) -> pd.DataFrame:
@@ -431,6 +442,21 @@ def provenance_frame(records: Sequence[Record]) -> pd.DataFrame:
         }
         for record in records
     ])
+
+
+def provenance_table(records: Sequence[Record]) -> Table:
+    """provenance_frame for the page. Its records are shown (and embedded) where they ran, not again here."""
+    return Table(provenance_frame(records))
+
+
+def plain(value: torch.Tensor | Value | None) -> float | str:
+    """A one-element observed value as a float to glue into prose, or "none" where there was none."""
+    if value is None:
+        return "none"
+    tensor = torch.as_tensor(value, dtype=torch.float64)
+    if tensor.numel() != 1:
+        raise CheckInputError(f"plain() glues one number; this value has shape {tuple(tensor.shape)}")
+    return float(tensor.item())
 
 
 def _steps(steps: Sequence[Step]) -> tuple[Step, ...]:
@@ -555,9 +581,12 @@ __all__ = [
     "Pass",
     "PassTable",
     "Step",
+    "Table",
     "expect_passes",
     "non_leaf_passes",
+    "plain",
     "provenance_frame",
+    "provenance_table",
     "run_passes",
     "second_derivative_passes",
     "unused_input_passes",
