@@ -29,14 +29,16 @@ def test_backward_accumulates_six_then_twelve_and_a_reset_gives_six_again() -> N
     assert record.executed and record.tolerance["reason"]
 
 
-def test_a_graph_that_saves_nothing_walks_twice_and_the_record_shows_the_surprise() -> None:
+def test_a_graph_that_saves_nothing_walks_twice_and_the_wrong_prediction_is_an_unexpected_failure() -> None:
     # The prediction assumes f saves tensors; a sum saves none, so PyTorch walks its graph again.
     total = checks.Expectation("x.sum()", lambda x: x.sum(), "ones_like(x)", torch.ones_like, "sum rule")
     passes = checks.run_passes(total, [3.0], [Step("backward"), Step("backward", fresh_forward=False)], devices="cpu")
     surprise = passes.one(2)
     assert surprise.expected.error == SECOND_BACKWARD and surprise.error is None
     assert surprise.record.observed_gradient == [2.0] == surprise.record.analytical_gradient
-    assert surprise.record.verdict == "pass" and surprise.record.expected_failure  # an expected failure that passed
+    # The derivative is right, but what was predicted (the error, x.grad left at 1) did not happen.
+    assert surprise.record.verdict == "fail" and not surprise.record.expected_failure
+    assert "none was raised" in surprise.record.message and "x.grad is [2], expected [1]" in surprise.record.message
 
 
 def test_autograd_grad_returns_six_and_leaves_grad_none_then_untouched() -> None:
