@@ -224,21 +224,27 @@ def run_passes(
     *,
     dtype: str = "float64",
     devices: str | Sequence[str] | None = None,
+    name: str = "",
     tolerance: Tolerance | None = None,
     seed: int = 0,
 ) -> PassTable:
-    """Run the script on one leaf per device (all available by default), one record per pass."""
+    """Run the script on one leaf per device (all available by default), one record per pass.
+
+    name -- the script's name, put in every record's label: record ids come from the label, so two scripts
+            on one page whose passes read alike (pass 2: fresh forward, backward()) need different names.
+    """
     steps = _steps(steps)
     predicted = expect_passes(expectation, x, steps)
     reference = reference_input(x)
-    name = dtype_name(to_dtype(dtype))
-    tolerance = tolerance or default_tolerance(name)
+    dtype = dtype_name(to_dtype(dtype))
+    tolerance = tolerance or default_tolerance(dtype)
+    prefix = f"{name}: " if name.strip() else ""
     passes = []
     for device in resolve_devices(devices if devices is None or not isinstance(devices, str) else [devices]):
         torch.manual_seed(seed)
         # A Parameter is a leaf like any other; holding it in a module and an optimizer lets a script
         # call their zero_grad(). lr=0: the optimizer is never stepped, only its zero_grad() is used.
-        x_leaf = torch.nn.Parameter(leaf(reference.to(device=device, dtype=to_dtype(name))))
+        x_leaf = torch.nn.Parameter(leaf(reference.to(device=device, dtype=to_dtype(dtype))))
         module = torch.nn.Module()
         module.register_parameter("x", x_leaf)
         optimizer = torch.optim.SGD([x_leaf], lr=0.0)
@@ -260,12 +266,12 @@ def run_passes(
             if step.reset:
                 state.append(("x.grad after the reset", after_reset, expected.after_reset))
             problems = _state_problems(state, tolerance) + _error_problems(error, expected.error)
-            label = f"{expectation.function} at x={_short(reference)}, pass {number}: {step.describe()}"
+            label = f"{prefix}{expectation.function} at x={_short(reference)}, pass {number}: {step.describe()}"
             source = expectation.source + (
                 "; backward() adds to x.grad, so the expected .grad is the sum of the passes since the last reset"
                 if how == "stored" else ""
             )
-            record = _record(label, expectation.function, expectation.gradient, source, reference, how, name,
+            record = _record(label, expectation.function, expectation.gradient, source, reference, how, dtype,
                              device, wanted, produced, tolerance, expected.error is not None, problems, error,
                              seed, source_code(expectation))
             passes.append(Pass(number, step, expected, grad, returned, after_reset, error, record))

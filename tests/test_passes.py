@@ -129,6 +129,11 @@ def test_table_has_the_separate_expected_and_observed_columns_and_embeds_records
     assert 'class="dataframe checks-passes"' in html and "application/vnd.checks.records+json" in html
 
 
+def test_named_scripts_give_their_passes_distinct_record_ids() -> None:
+    one, other = (run([Step("backward")], name=name)[0].record for name in ("first script", "second script"))
+    assert one.check.startswith("first script: ") and one.id != other.id
+
+
 def test_provenance_table_says_where_each_derivative_came_from() -> None:
     frame = checks.provenance_frame(run([Step("grad"), Step("backward")]).records)
     assert frame["where the derivative came from"].str.split(":").str[0].tolist() == ["returned", "stored"]

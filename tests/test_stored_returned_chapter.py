@@ -96,6 +96,7 @@ def test_summary_table_and_embedded_records_include_stored_and_returned(chapter:
     records = embedded_records(chapter)
     assert {record["how"] for record in records} == {"stored", "returned"}
     assert len(summary) == len(records)  # every derivative checked on the page, each embedded once
+    assert len({record["id"] for record in records}) == len(records)  # each check has its own anchor
     assert all(record["executed"] and {"input_shape", "dtype", "device"} <= record.keys() for record in records)
     assert not [r["check"] for r in records if r["verdict"] == "fail" and not r["expected_failure"]]
     twelve = [r for r in records if r["how"] == "stored" and "pass 3" in r["check"] and r["function"] == "x*x"]
