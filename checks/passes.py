@@ -182,8 +182,13 @@ class Table:
 
 
 def table_html(frame: pd.DataFrame) -> str:
-    """A chapter's own table, told apart from the shared check tables by its class."""
-    return frame.to_html(index=False, classes="checks-passes", border=0)
+    """A chapter's own table, told apart from the shared check tables by its class.
+
+    It scrolls sideways inside its own box: its error texts make it wider than a phone, and the page
+    itself must never scroll sideways (the style is inline so the table needs no stylesheet).
+    """
+    table = frame.to_html(index=False, classes="checks-passes", border=0)
+    return f'<div class="checks-passes-scroll" style="overflow-x: auto; max-width: 100%;">{table}</div>
 
 
 def expect_passes(expectation: Expectation, x: object, steps: Sequence[Step]) -> list[Expected]:
