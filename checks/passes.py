@@ -188,7 +188,7 @@ def table_html(frame: pd.DataFrame) -> str:
     itself must never scroll sideways (the style is inline so the table needs no stylesheet).
     """
     table = frame.to_html(index=False, classes="checks-passes", border=0)
-    return f'<div class="checks-passes-scroll" style="overflow-x: auto; max-width: 100%;">{table}</div>
+    return f'<div class="checks-passes-scroll" style="overflow-x: auto; max-width: 100%;">{table}</div>'
 
 
 def expect_passes(expectation: Expectation, x: object, steps: Sequence[Step]) -> list[Expected]:
