@@ -20,6 +20,7 @@ checks below.
 
 from __future__ import annotations
 
+import html
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -179,6 +180,24 @@ class Table:
 
     def _repr_html_(self) -> str:
         return table_html(self.frame)
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A message PyTorch emitted, shown verbatim as a quotation that wraps anywhere.
+
+    Its paths and URLs are single unbreakable words wider than a phone; wrapping them keeps the page
+    from scrolling sideways without changing a character of the text.
+    """
+
+    text: str
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        return (f'<blockquote class="checks-quote" style="overflow-wrap: anywhere;">'
+                f"{html.escape(self.text)}</blockquote>")
 
 
 def table_html(frame: pd.DataFrame) -> str:
@@ -591,6 +610,7 @@ __all__ = [
     "Expected",
     "Pass",
     "PassTable",
+    "Quote",
     "Step",
     "Table",
     "expect_passes",

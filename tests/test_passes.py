@@ -157,3 +157,10 @@ def test_provenance_table_says_where_each_derivative_came_from() -> None:
 def test_bad_input_is_refused_with_a_clear_error(call, match) -> None:
     with pytest.raises(checks.CheckInputError, match=match):
         call()
+
+
+def test_quote_shows_the_message_verbatim_escaped_and_wrapping() -> None:
+    quote = checks.passes.Quote("see <github.com/pytorch/pytorch/pull/30531> & retry")
+    assert repr(quote) == "see <github.com/pytorch/pytorch/pull/30531> & retry"
+    assert "&lt;github.com/pytorch/pytorch/pull/30531&gt; &amp; retry" in quote._repr_html_()
+    assert "overflow-wrap: anywhere" in quote._repr_html_()
