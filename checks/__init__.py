@@ -18,6 +18,17 @@ from .errors import (
 from .execute import Results, execute
 from .expectations import Expectation
 from .numerical import Estimate, estimate_gradient, estimate_jacobian
+from .passes import (
+    PassTable,
+    Step,
+    expect_passes,
+    non_leaf_passes,
+    provenance_frame,
+    provenance_table,
+    run_passes,
+    second_derivative_passes,
+    unused_input_passes,
+)
 from .plan import Plan, PlannedCheck, plan
 from .records import Record, dump_records, load_records
 from .tolerances import Tolerance, ToleranceChange, default_tolerance, estimate_tolerance, numerical_tolerance
@@ -30,11 +41,13 @@ __all__ = [
     "Expectation",
     "NaNInputError",
     "NonScalarOutputError",
+    "PassTable",
     "Plan",
     "PlannedCheck",
     "Record",
     "Results",
     "ShapeMismatchError",
+    "Step",
     "StepError",
     "Tolerance",
     "ToleranceChange",
@@ -47,7 +60,14 @@ __all__ = [
     "estimate_jacobian",
     "estimate_tolerance",
     "execute",
+    "expect_passes",
     "load_records",
+    "non_leaf_passes",
     "numerical_tolerance",
     "plan",
+    "provenance_frame",
+    "provenance_table",
+    "run_passes",
+    "second_derivative_passes",
+    "unused_input_passes",
 ]
