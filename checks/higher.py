@@ -160,7 +160,7 @@ def matrix_record(
     tolerance -- None: torch.testing's default for autograd's ways; for the Richardson estimate, the one
     its own error estimate supports (estimate_tolerance).
     """
-    reference = reference_input(x)
+    reference = reference_input(_float64(x))
     expected = expectation.expected(reference)
     resolved = getattr(torch, dtype) if isinstance(dtype, str) else dtype
     point = reference.to(device=device, dtype=resolved)
@@ -202,6 +202,16 @@ def matrix_record(
         evaluations=summary.get("evaluations"),
         error_estimate=summary.get("error_estimate"),
     )
+
+
+def _float64(x: object) -> object:
+    """A list of Python floats as float64: torch.as_tensor would make it float32 and round 0.7 to 0.69999999."""
+    if isinstance(x, torch.Tensor):
+        return x
+    try:
+        return torch.as_tensor(x, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        return x  # reference_input names the problem
 
 
 @dataclass(frozen=True)
