@@ -22,7 +22,9 @@ def main() -> None:
     table = summary(evaluate(cases, dtypes=(torch.float64, torch.float32)))
     correct = int(table["correct ops"].iloc[0])
     mutants = int(table["mutants"].iloc[0])
-    print(f"Suite: {correct} correct torch ops, {mutants} mutants (35 scaled by 1 + δ, δ = 1e-1 … 1e-7; 7 structural)")
+    scaled = sum(case.kind == "scaled" for case in cases)
+    print(f"Suite: {correct} correct torch ops, {mutants} mutants ({scaled} scaled by 1 + δ, "
+          f"{mutants - scaled} structural)")
     print(f"{'dtype':<9}{'checker':<18}{'false alarms':>14}{'detections':>12}{'smallest δ':>12}"
           f"{'evaluations':>13}{'seconds':>9}")
     for row in table.to_dict("records"):
