@@ -4,6 +4,7 @@ Data flows one way: an Expectation is written first -> plan() lays out the check
 -> Plan.run() executes them on each device and dtype -> Records -> tables on the page, and the ledger.
 """
 
+from .checker import CheckReport, Element, check_jacobian
 from .devices import available_devices, detected_devices
 from .errors import (
     CheckInputError,
@@ -35,8 +36,10 @@ from .tolerances import Tolerance, ToleranceChange, default_tolerance, estimate_
 
 __all__ = [
     "CheckInputError",
+    "CheckReport",
     "DeviceUnavailableError",
     "DtypeError",
+    "Element",
     "Estimate",
     "Expectation",
     "NaNInputError",
@@ -53,6 +56,7 @@ __all__ = [
     "ToleranceChange",
     "ToleranceChangeError",
     "available_devices",
+    "check_jacobian",
     "default_tolerance",
     "detected_devices",
     "dump_records",

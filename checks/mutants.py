@@ -1,0 +1,164 @@
+"""A suite for judging gradient checkers: torch ops with correct gradients, and mutants with wrong ones.
+
+A mutant is a torch.autograd.Function whose forward is right and whose backward is wrong in a known way:
+scaled by 1 + δ (a relative error δ), wrong sign, a missing factor or term, a transposed matmul, a sum
+over the wrong broadcast axis, an order bug, or wrong only for negative inputs. Every mutant has
+setup_context and generate_vmap_rule, so torch.func.jacrev can transform it; none has a jvp, so forward
+mode cannot (a checker must say so and fall back).
+
+All inputs stay away from non-differentiable points and domain edges: a checker's verdict on this suite
+is then about the gradient alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+Function = Callable[[torch.Tensor], torch.Tensor]
+Derivative = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (x, upstream grad) -> grad wrt x
+
+# δ for the scaled mutants: relative errors from 10 % down to 1e-7.
+DELTAS: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
+
+MIXED = (0.3, -0.7, 1.1, 0.5)
+POSITIVE = (0.4, 1.3, 2.1, 0.8)
+SMALL = (0.3, -0.6, 0.9, 0.2)
+# Fixed, non-symmetric matrices: a transposed matmul is then visibly wrong.
+A = ((1.0, 2.0, 0.5, -1.0), (0.0, 1.5, -0.7, 0.3), (0.4, -1.2, 2.0, 0.8), (1.1, 0.6, -0.3, 1.0))
+B = ((0.5, -1.0, 0.8, 0.2), (1.2, 0.3, -0.4, 0.9), (-0.6, 0.7, 1.5, -0.2), (0.1, 0.4, -0.9, 1.3))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One function in the suite; wrong says whether its backward is wrong (a mutant)."""
+
+    name: str
+    f: Function
+    x: tuple[float, ...]
+    wrong: bool
+    kind: str  # "correct", "scaled" or the structural bug's name
+    delta: float | None = None  # the scaled mutants' relative error
+
+    def input(self, dtype: torch.dtype, device: str = "cpu") -> torch.Tensor:
+        return torch.tensor(self.x, dtype=dtype, device=device)
+
+
+def mutant(forward: Function, backward: Derivative, name: str) -> Function:
+    """An autograd.Function with the given forward and (possibly wrong) backward, usable by torch.func."""
+
+    def _forward(x: torch.Tensor) -> torch.Tensor:
+        return forward(x)
+
+    def _setup_context(ctx, inputs, output) -> None:
+        ctx.save_for_backward(inputs[0])
+
+    def _backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return backward(x, grad)
+
+    function = type(name, (torch.autograd.Function,), {
+        "generate_vmap_rule": True,
+        "forward": staticmethod(_forward),
+        "setup_context": staticmethod(_setup_context),
+        "backward": staticmethod(_backward),
+    })
+    return function.apply
+
+
+def _matrix(rows: tuple[tuple[float, ...], ...], like: torch.Tensor) -> torch.Tensor:
+    return torch.tensor(rows, dtype=like.dtype, device=like.device)
+
+
+def _square(x: torch.Tensor) -> torch.Tensor:
+    return x.reshape(2, 2)
+
+
+def correct_cases() -> list[Case]:
+    """Thirty-two of torch's own ops (and small compositions), each at inputs inside its smooth domain."""
+    ops: list[tuple[str, Function, tuple[float, ...]]] = [
+        ("sin", torch.sin, MIXED), ("cos", torch.cos, MIXED), ("tan", torch.tan, SMALL),
+        ("exp", torch.exp, MIXED), ("log", torch.log, POSITIVE), ("sqrt", torch.sqrt, POSITIVE),
+        ("tanh", torch.tanh, MIXED), ("sigmoid", torch.sigmoid, MIXED),
+        ("softplus", torch.nn.functional.softplus, MIXED), ("erf", torch.erf, MIXED),
+        ("atan", torch.atan, MIXED), ("asinh", torch.asinh, MIXED), ("log1p", torch.log1p, MIXED),
+        ("expm1", torch.expm1, MIXED), ("reciprocal", torch.reciprocal, POSITIVE),
+        ("x**3", lambda x: x**3, MIXED), ("gelu", torch.nn.functional.gelu, MIXED),
+        ("silu", torch.nn.functional.silu, MIXED), ("elu", torch.nn.functional.elu, MIXED),
+        ("cumsum", lambda x: torch.cumsum(x, 0), MIXED), ("cumprod", lambda x: torch.cumprod(x, 0), MIXED),
+        ("softmax", lambda x: torch.softmax(x, 0), MIXED), ("log_softmax", lambda x: torch.log_softmax(x, 0), MIXED),
+        ("logsumexp", lambda x: torch.logsumexp(x, 0), MIXED), ("norm", torch.linalg.vector_norm, MIXED),
+        ("A @ x", lambda x: _matrix(A, x) @ x, MIXED), ("det", lambda x: torch.linalg.det(_square(x)), MIXED),
+        ("inverse", lambda x: torch.linalg.inv(_square(x)).reshape(-1), MIXED),
+        ("var", lambda x: torch.var(x), MIXED), ("prod", torch.prod, MIXED),
+        ("layer_norm", lambda x: torch.nn.functional.layer_norm(x, (4,)), MIXED),
+        ("sin(x)·x, summed", lambda x: (torch.sin(x) * x).sum(), MIXED),
+    ]
+    return [Case(name, f, x, wrong=False, kind="correct") for name, f, x in ops]
+
+
+# Bases of the scaled mutants: forward, true backward (x, grad) -> grad·f'(x), and the input.
+SCALED_BASES: dict[str, tuple[Function, Derivative, tuple[float, ...]]] = {
+    "sin": (torch.sin, lambda x, g: g * torch.cos(x), MIXED),
+    "exp": (torch.exp, lambda x, g: g * torch.exp(x), MIXED),
+    "tanh": (torch.tanh, lambda x, g: g * (1 - torch.tanh(x) ** 2), MIXED),
+    "x**3": (lambda x: x**3, lambda x, g: g * 3 * x**2, MIXED),
+    "logsumexp": (lambda x: torch.logsumexp(x, 0), lambda x, g: g * torch.softmax(x, 0), MIXED),
+}
+
+
+def _scaled(backward: Derivative, delta: float) -> Derivative:
+    return lambda x, g: backward(x, g) * (1 + delta)
+
+
+def scaled_cases(deltas: tuple[float, ...] = DELTAS) -> list[Case]:
+    """Each base's backward multiplied by 1 + δ, for every δ: a relative error of δ in every element."""
+    return [
+        Case(f"{name}, backward × (1 + {delta:g})", mutant(forward, _scaled(backward, delta), f"Scaled_{index}"),
+             x, wrong=True, kind="scaled", delta=delta)
+        for name, (forward, backward, x) in SCALED_BASES.items()
+        for index, delta in enumerate(deltas)
+    ]
+
+
+def _elu_backward_wrong_for_negatives(x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    # ELU'(x) = exp(x) for x < 0, i.e. elu(x) + 1; the bug returns elu(x), forgetting the + 1.
+    return g * torch.where(x > 0, torch.ones_like(x), torch.expm1(x))
+
+
+def _broadcast_forward(x: torch.Tensor) -> torch.Tensor:
+    # x (4,) is a bias added to every row of the fixed 4×4 matrix B: x[j] shifts column j.
+    return torch.tanh(_matrix(B, x) + x)
+
+
+def _broadcast_backward(x: torch.Tensor, g: torch.Tensor, axis: int) -> torch.Tensor:
+    local = g * (1 - torch.tanh(_matrix(B, x) + x) ** 2)
+    return local.sum(axis)  # the right reduction is over rows (axis 0); B is square, so axis 1 fits too
+
+
+def structural_cases() -> list[Case]:
+    """Seven bugs of the kinds found in real backward code."""
+    bugs: list[tuple[str, str, Function, Derivative, tuple[float, ...]]] = [
+        ("sin, wrong sign", "wrong sign", torch.sin, lambda x, g: -g * torch.cos(x), MIXED),
+        ("sin(3x), chain factor 3 missing", "missing factor", lambda x: torch.sin(3 * x),
+         lambda x, g: g * torch.cos(3 * x), MIXED),
+        ("x·sin(x), product term x·cos(x) missing", "missing term", lambda x: x * torch.sin(x),
+         lambda x, g: g * torch.sin(x), MIXED),
+        ("A @ x, backward A @ g (not Aᵀ @ g)", "transposed matmul", lambda x: _matrix(A, x) @ x,
+         lambda x, g: _matrix(A, x) @ g, MIXED),
+        ("tanh(B + x), bias grad summed over the wrong axis", "wrong broadcast", _broadcast_forward,
+         lambda x, g: _broadcast_backward(x, g, 1), MIXED),
+        ("cumsum, backward cumsum (not reversed)", "order bug", lambda x: torch.cumsum(x, 0),
+         lambda x, g: torch.cumsum(g, 0), MIXED),
+        ("elu, backward wrong only for x < 0", "wrong for negative inputs", torch.nn.functional.elu,
+         _elu_backward_wrong_for_negatives, MIXED),
+    ]
+    return [Case(name, mutant(forward, backward, f"Bug_{index}"), x, wrong=True, kind=kind)
+            for index, (name, kind, forward, backward, x) in enumerate(bugs)]
+
+
+def suite(deltas: tuple[float, ...] = DELTAS) -> list[Case]:
+    """The correct ops, the scaled mutants and the structural mutants."""
+    return [*correct_cases(), *scaled_cases(deltas), *structural_cases()]

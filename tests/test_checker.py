@@ -1,0 +1,140 @@
+"""Unit tests of checks.checker (and the mutant suite and higher-derivative helpers it is judged with)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import checks
+from checks.checker import check_jacobian
+from checks.errors import CheckInputError, DtypeError, NaNInputError, ShapeMismatchError
+from checks.higher import AnalyticalMatrix, gradient_of, matrix_record, run_torch_check
+from checks.mutants import SCALED_BASES, correct_cases, mutant, structural_cases
+
+X = (0.3, -0.7, 1.1, 0.5)
+
+
+def scaled(name: str, delta: float):
+    forward, backward, _ = SCALED_BASES[name]
+    return mutant(forward, lambda x, g: backward(x, g) * (1 + delta), "Scaled")
+
+
+@pytest.mark.parametrize("name", sorted(SCALED_BASES))
+def test_catches_a_backward_scaled_by_one_plus_1e_6_in_float64(name: str) -> None:
+    report = check_jacobian(scaled(name, 1e-6), torch.tensor(X, dtype=torch.float64))
+    assert not report.passed
+    # Every non-zero entry is wrong by 1e-6 relative, and each must be flagged, not just the worst.
+    nonzero = report.numerical.abs() > 1e-12
+    assert bool(report.mismatch[nonzero].all())
+    # The same base with a correct backward passes: the flag comes from δ, not from the mutant machinery.
+    assert check_jacobian(scaled(name, 0.0), torch.tensor(X, dtype=torch.float64)).passed
+
+
+def test_no_false_alarm_on_the_correct_ops_in_float64() -> None:
+    flagged = [case.name for case in correct_cases() if not check_jacobian(case.f, case.input(torch.float64)).passed]
+    assert flagged == []
+
+
+def test_float32_false_alarm_rate_is_low_where_gradchecks_defaults_flag_correct_ops() -> None:
+    cases = correct_cases()
+    ours = sum(not check_jacobian(case.f, case.input(torch.float32)).passed for case in cases)
+    gradcheck = sum(not run_torch_check(case.f, case.input(torch.float32), "gradcheck").passed for case in cases)
+    assert ours / len(cases) <= 0.05
+    assert gradcheck > len(cases) // 2  # the contrast the chapter shows is real on this machine
+    # Still useful in float32: a 1 % error is caught.
+    assert not check_jacobian(scaled("sin", 1e-2), torch.tensor(X, dtype=torch.float32)).passed
+
+
+def test_every_structural_mutant_is_caught_in_float64() -> None:
+    missed = [case.name for case in structural_cases() if check_jacobian(case.f, case.input(torch.float64)).passed]
+    assert missed == []
+
+
+@pytest.mark.parametrize("f", [torch.relu, torch.abs], ids=["relu", "abs"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_a_kink_at_zero_is_flagged_not_failed(f, dtype: torch.dtype) -> None:
+    report = check_jacobian(f, torch.tensor([0.0, 1.5, -2.0], dtype=dtype))
+    assert report.kink.tolist() == [[True, False, False], [False, False, False], [False, False, False]]
+    assert report.passed and report.kinks == 1
+    assert report.verdicts()[0][0] == "kink"
+    # Away from 0 the same function has no kink.
+    assert check_jacobian(f, torch.tensor([0.5, 1.5, -2.0], dtype=dtype)).kinks == 0
+
+
+def test_a_smooth_function_with_zero_curvature_is_not_a_kink() -> None:
+    # f'' = 0 at x = 0 for x³: the one-sided gap falls like h², far from the ratio of a kink.
+    report = check_jacobian(lambda x: x**3 + x, torch.tensor([0.0, 1e-3], dtype=torch.float64))
+    assert report.kinks == 0 and report.passed
+
+
+def test_the_per_element_report_has_both_values_the_error_estimate_and_a_verdict() -> None:
+    x = torch.tensor([0.2, -0.4], dtype=torch.float64)
+    report = check_jacobian(scaled("exp", 1e-3), x)
+    elements = report.elements()
+    assert [(e.output, e.input) for e in elements] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    diagonal = {e.input: e for e in elements if e.output == e.input}
+    for j, e in diagonal.items():
+        exact = float(torch.exp(x[j]))
+        assert e.autograd == pytest.approx(exact * (1 + 1e-3), rel=1e-12)
+        assert e.numerical == pytest.approx(exact, rel=1e-10)
+        assert 0 <= e.error_estimate < e.allowed < 1e-9
+        assert e.verdict == "fail"
+    assert all(e.verdict == "pass" for e in elements if e.output != e.input)
+    frame = report.frame()
+    assert {"autograd", "numerical", "error estimate", "allowed", "verdict", "dtype", "device"} <= set(frame.columns)
+    assert report.evaluations == report.estimate.evaluations + 2 + 4 * (x.numel() + 1)
+    assert "failed: 2 of 4" in report.summary()
+
+
+def test_forward_mode_uses_jacfwd_and_falls_back_with_a_note() -> None:
+    x = torch.tensor(X, dtype=torch.float64)
+    plain = check_jacobian(torch.sin, x, mode="forward")
+    assert (plain.mode, plain.note) == ("forward", "")
+    custom = check_jacobian(scaled("sin", 0.0), x, mode="forward")
+    assert custom.requested == "forward" and custom.mode == "reverse"
+    assert "jacfwd" in custom.note and "jvp" in custom.note and custom.passed
+
+
+def test_bad_input_gets_a_clear_error() -> None:
+    with pytest.raises(CheckInputError, match="must be a tensor"):
+        check_jacobian(torch.sin, [1.0, 2.0])
+    with pytest.raises(DtypeError, match="int64"):
+        check_jacobian(torch.sin, torch.tensor([1, 2]))
+    with pytest.raises(DtypeError, match="float16"):
+        check_jacobian(torch.sin, torch.tensor([1.0], dtype=torch.float16))
+    with pytest.raises(NaNInputError):
+        check_jacobian(torch.sin, torch.tensor([float("nan")], dtype=torch.float64))
+    with pytest.raises(NaNInputError, match="f\\(x\\) is not finite"):
+        check_jacobian(torch.log, torch.tensor([-1.0], dtype=torch.float64))
+    with pytest.raises(CheckInputError, match="mode"):
+        check_jacobian(torch.sin, torch.tensor([1.0], dtype=torch.float64), mode="sideways")
+    with pytest.raises(CheckInputError, match="empty"):
+        check_jacobian(torch.sin, torch.tensor([], dtype=torch.float64))
+    with pytest.raises(CheckInputError, match="not a tensor"):
+        check_jacobian(lambda x: 3.0, torch.tensor([1.0], dtype=torch.float64))
+    assert issubclass(checks.CheckReport, object) and checks.check_jacobian is check_jacobian
+
+
+def test_second_derivative_checks_see_a_detached_backward_that_gradcheck_passes() -> None:
+    cube = mutant(lambda x: x**3, lambda x, g: g * 3 * x.detach() ** 2, "Detached")
+    x = torch.tensor([0.5, -1.2], dtype=torch.float64)
+    assert run_torch_check(lambda t: cube(t).sum(), x, "gradcheck").passed
+    assert not run_torch_check(lambda t: cube(t).sum(), x, "gradgradcheck").passed
+    assert not check_jacobian(gradient_of(lambda t: cube(t).sum()), x).passed
+    assert check_jacobian(gradient_of(lambda t: (t**3).sum()), x).passed
+
+
+def test_matrix_records_hold_each_way_to_the_analytical_matrix() -> None:
+    hessian = AnalyticalMatrix("x0²·x1", lambda x: x[0] ** 2 * x[1], "[[2x1, 2x0], [2x0, 0]]",
+                               lambda x: torch.tensor([[2 * x[1], 2 * x[0]], [2 * x[0], 0.0]]), "twice", order=2)
+    for way in ("hessian", "create_graph", "richardson"):
+        record = matrix_record(hessian, [0.7, -1.3], way)
+        assert record.executed and record.passed, (way, record.message)
+        assert record.x == [0.7, -1.3]  # float64 from the start, not float32 widened
+    numerical = matrix_record(hessian, [0.7, -1.3], "richardson")
+    assert numerical.how == "numerical" and numerical.method == "richardson" and numerical.evaluations > 0
+    with pytest.raises(CheckInputError, match="gives a Jacobian"):
+        matrix_record(hessian, [0.7, -1.3], "jacrev")
+    wrong = AnalyticalMatrix("x0²·x1", hessian.f, "2x1", lambda x: torch.tensor([2 * x[1]]), "wrong shape", order=2)
+    with pytest.raises(ShapeMismatchError, match="outputs, inputs"):
+        matrix_record(wrong, [0.7, -1.3], "hessian")
