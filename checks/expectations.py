@@ -62,6 +62,9 @@ def reference_input(x: object) -> torch.Tensor:
     """The input as a float64 CPU tensor, refusing NaN, infinity and values that are not numbers."""
     try:
         tensor = torch.as_tensor(x).detach().cpu()
+        if not isinstance(x, torch.Tensor) and tensor.is_floating_point():
+            # Python floats would otherwise pass through the default dtype (float32): 0.7 → 0.699999988.
+            tensor = torch.as_tensor(x, dtype=torch.float64)
     except (TypeError, ValueError, RuntimeError) as error:
         raise CheckInputError(f"x={x!r} is not a number or a list of numbers: {error}") from None
     if tensor.dtype == torch.bool or tensor.is_complex():

@@ -37,6 +37,13 @@ def test_vector_sum_gradient_keeps_the_input_shape() -> None:
     assert record.input_shape == [3] and record.observed_gradient == [1.0, 1.0, 1.0] and record.passed
 
 
+def test_python_floats_are_read_in_float64_not_the_default_dtype() -> None:
+    square_sum = checks.Expectation("(x*x).sum()", lambda x: (x * x).sum(), "2*x", lambda x: 2 * x, "power rule")
+    (record,) = checks.plan(square_sum, [0.7, 0.1], dtypes="float64", devices="cpu").run()
+    assert record.x == [0.7, 0.1] and record.analytical_gradient == [1.4, 0.2]
+    assert record.observed_gradient == [1.4, 0.2] and record.passed
+
+
 def test_a_wrong_expectation_is_a_failed_record_with_the_discrepancy() -> None:
     wrong = checks.Expectation("x*x", lambda x: x * x, "x", lambda x: x, "a deliberate mistake")
     (record,) = checks.plan(wrong, 3, devices="cpu").run()
