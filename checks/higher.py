@@ -22,6 +22,7 @@ from .environment import environment
 from .errors import CheckInputError, NonScalarOutputError, ShapeMismatchError
 from .expectations import reference_input
 from .numerical import Estimate, estimate_jacobian
+from .plan import source_of
 from .records import Provenance, Record
 from .tolerances import Tolerance, default_tolerance, estimate_tolerance
 
@@ -160,7 +161,7 @@ def matrix_record(
     tolerance -- None: torch.testing's default for autograd's ways; for the Richardson estimate, the one
     its own error estimate supports (estimate_tolerance).
     """
-    reference = reference_input(_float64(x))
+    reference = reference_input(x)
     expected = expectation.expected(reference)
     resolved = getattr(torch, dtype) if isinstance(dtype, str) else dtype
     point = reference.to(device=device, dtype=resolved)
@@ -201,17 +202,8 @@ def matrix_record(
         step=summary.get("step"),
         evaluations=summary.get("evaluations"),
         error_estimate=summary.get("error_estimate"),
+        code={"f": source_of(expectation.f), "matrix": source_of(expectation.d)},
     )
-
-
-def _float64(x: object) -> object:
-    """A list of Python floats as float64: torch.as_tensor would make it float32 and round 0.7 to 0.69999999."""
-    if isinstance(x, torch.Tensor):
-        return x
-    try:
-        return torch.as_tensor(x, dtype=torch.float64)
-    except (TypeError, ValueError, RuntimeError):
-        return x  # reference_input names the problem
 
 
 @dataclass(frozen=True)

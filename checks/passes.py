@@ -21,6 +21,7 @@ checks below.
 from __future__ import annotations
 
 import html
+import re
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -126,7 +127,7 @@ class Pass:
             "shape": _shape(record.input_shape),
             "dtype": record.dtype,
             "device": record.device,
-            "error raised": self.error or "none",
+            "error raised": _headline(self.error) if self.error else "none",
             "verdict": record.verdict + (" (expected failure)" if record.expected_failure else ""),
         })
         return row
@@ -200,13 +201,19 @@ class Quote:
                 f"{html.escape(self.text)}</blockquote>")
 
 
+def _headline(error: str) -> str:
+    """The error's first clause: the whole text (under the table, in the record) would make the row a page tall."""
+    first = re.split(r"(?<=[.])\s|\s\(", error, maxsplit=1)[0].rstrip(".")
+    return first if first == error else first + " …"
+
+
 def table_html(frame: pd.DataFrame) -> str:
     """A chapter's own table, told apart from the shared check tables by its class.
 
     It scrolls sideways inside its own box: its error texts make it wider than a phone, and the page
     itself must never scroll sideways (the style is inline so the table needs no stylesheet).
     """
-    table = frame.to_html(index=False, classes="checks-passes", border=0)
+    table = frame.to_html(index=False, classes="checks-passes", border=0, justify="left")
     return f'<div class="checks-passes-scroll" style="overflow-x: auto; max-width: 100%;">{table}</div>'
 
 

@@ -156,3 +156,11 @@ def test_code_without_python_source_is_named_stably() -> None:
                                           "d/dx eˣ = eˣ"))
     assert code["df"] == "torch.exp  # built in: no Python source"
     assert "lambda x: torch.exp(x).sum()" in code["f"]
+
+
+def test_each_lambda_shows_its_own_expression_when_several_share_a_line() -> None:
+    from checks.plan import source_code
+
+    code = source_code(checks.Expectation(function="3*x**2", f=lambda x: 3 * x**2, gradient="6*x", df=lambda x: 6 * x,
+                                          source="power rule"))
+    assert code == {"f": "lambda x: 3 * x**2", "df": "lambda x: 6 * x"}

@@ -58,6 +58,9 @@ def test_second_backward_through_a_freed_graph_is_a_captured_error() -> None:
     assert plain(failed.grad) == 6.0  # nothing was added before the error
     assert failed.record.verdict == "fail" and failed.record.expected_failure
     assert failed.record.observed_gradient is None and SECOND_BACKWARD in failed.record.message
+    # The table keeps a row short with the error's first clause; the record keeps the whole text.
+    assert failed.row()["error raised"] == SECOND_BACKWARD + " …"
+    assert "retain_graph=True" in failed.error and "retain_graph=True" in failed.record.message
     assert plain(passes.one(3).grad) == 12.0 and passes.one(3).record.passed
 
 
