@@ -22,9 +22,11 @@ from pathlib import Path
 import torch
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.builders.html import StandaloneHTMLBuilder
 from sphinx.config import Config
 from sphinx.environment import BuildEnvironment
 from sphinx.util.docutils import SphinxDirective
+from sphinx.util.fileutil import copy_asset
 
 from . import ledger
 from .devices import available_devices
@@ -158,6 +160,22 @@ def _write_json(app: Sphinx, exception: Exception | None) -> None:
         (Path(app.outdir) / ledger.LEDGER_JSON).write_text(ledger.to_json(entries(app)), encoding="utf-8")
 
 
+def _refresh_static(app: Sphinx, exception: Exception | None) -> None:
+    """Copy the static folders when no page was out of date.
+
+    Sphinx 7 returns early from such a build, before copying them, so an edited stylesheet would not
+    reach the site until some page changed. Templates (``*_t``) need the page context Sphinx did not
+    build, and this book has none; files already identical are left alone.
+    """
+    if exception is not None or not isinstance(app.builder, StandaloneHTMLBuilder):
+        return
+    if hasattr(app.builder, "globalcontext"):  # pages were written: Sphinx copied them itself
+        return
+    for entry in app.config.html_static_path:
+        copy_asset(Path(app.confdir, entry), Path(app.outdir, "_static"),
+                   excluded=lambda path: path.endswith("_t") or Path(path).name.startswith("."))
+
+
 def setup(app: Sphinx) -> dict:
     app.add_config_value("checks_fingerprint", "", "env")
     app.connect("config-inited", _set_fingerprint)
@@ -171,4 +189,5 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-get-outdated", _reread_ledger)
     app.connect("doctree-resolved", _place_ledger)
     app.connect("build-finished", _write_json)
+    app.connect("build-finished", _refresh_static)
     return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True, "env_version": 2}
