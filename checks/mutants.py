@@ -139,7 +139,7 @@ def _broadcast_backward(x: torch.Tensor, g: torch.Tensor, axis: int) -> torch.Te
 
 
 def structural_cases() -> list[Case]:
-    """Seven bugs of the kinds found in real backward code."""
+    """Bugs of the kinds found in real backward code, and a tiny derivative reported twice too large."""
     bugs: list[tuple[str, str, Function, Derivative, tuple[float, ...]]] = [
         ("sin, wrong sign", "wrong sign", torch.sin, lambda x, g: -g * torch.cos(x), MIXED),
         ("sin(3x), chain factor 3 missing", "missing factor", lambda x: torch.sin(3 * x),
@@ -154,6 +154,9 @@ def structural_cases() -> list[Case]:
          lambda x, g: torch.cumsum(g, 0), MIXED),
         ("elu, backward wrong only for x < 0", "wrong for negative inputs", torch.nn.functional.elu,
          _elu_backward_wrong_for_negatives, MIXED),
+        # gradcheck's atol=1e-5 swallows any error in a derivative of order 1e-6, however large relatively.
+        ("1e-6·sin(x), backward 2e-6·cos(x)", "small derivative doubled", lambda x: 1e-6 * torch.sin(x),
+         lambda x, g: g * 2e-6 * torch.cos(x), MIXED),
     ]
     return [Case(name, mutant(forward, backward, f"Bug_{index}"), x, wrong=True, kind=kind)
             for index, (name, kind, forward, backward, x) in enumerate(bugs)]

@@ -50,6 +50,14 @@ def test_every_structural_mutant_is_caught_in_float64() -> None:
     assert missed == []
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_a_tiny_derivative_reported_twice_too_large_is_caught_where_gradcheck_passes_it(dtype: torch.dtype) -> None:
+    (case,) = [case for case in structural_cases() if case.kind == "small derivative doubled"]
+    assert not check_jacobian(case.f, case.input(dtype)).passed
+    if dtype == torch.float64:
+        assert run_torch_check(case.f, case.input(dtype), "gradcheck").passed  # inside atol=1e-5
+
+
 @pytest.mark.parametrize("f", [torch.relu, torch.abs], ids=["relu", "abs"])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_a_kink_at_zero_is_flagged_not_failed(f, dtype: torch.dtype) -> None:
