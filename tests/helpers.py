@@ -24,6 +24,15 @@ def tables(soup: BeautifulSoup) -> list[list[dict[str, str]]]:
     return found
 
 
+def table_of_class(soup: BeautifulSoup, css: str) -> list[dict[str, str]]:
+    """A chapter's own table (found by its class) as rows of {column heading: cell text}."""
+    table = soup.select_one(f"table.{css}")
+    assert table is not None, f"no table.{css} on the page"
+    headings = [th.get_text(strip=True) for th in table.select("thead th")]
+    return [dict(zip(headings, (td.get_text(strip=True) for td in tr.find_all(["td", "th"])))) for tr in
+            table.select("tbody tr")]
+
+
 def embedded_records(soup: BeautifulSoup) -> list[dict]:
     return [record for script in soup.find_all("script", type=RECORDS_MIME) for record in json.loads(script.string)]
 

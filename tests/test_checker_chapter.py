@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .helpers import embedded_records, main_text, page, tables
+from .helpers import embedded_records, main_text, page, table_of_class, tables
 
 PAGE = "book/how-good-is-a-check.html"
 
@@ -14,16 +14,8 @@ def _text(soup) -> str:
     return " ".join(main_text(soup).split())
 
 
-def _table(soup, css: str) -> list[dict[str, str]]:
-    table = soup.select_one(f"table.{css}")
-    assert table is not None, f"no table.{css} on the page"
-    headings = [th.get_text(strip=True) for th in table.select("thead th")]
-    return [dict(zip(headings, (td.get_text(strip=True) for td in tr.find_all(["td", "th"])))) for tr in
-            table.select("tbody tr")]
-
-
 def test_detection_table_has_every_delta_for_every_checker_and_dtype(book_html: Path) -> None:
-    rows = _table(page(book_html, PAGE), "detection-table")
+    rows = table_of_class(page(book_html, PAGE), "detection-table")
     assert [row["δ"] for row in rows] == ["0.1", "0.01", "0.001", "0.0001", "1e-05", "1e-06", "1e-07"]
     for checker in ("gradcheck (slow)", "gradcheck (fast)", "naive central", "this checker"):
         for dtype in ("float64", "float32"):
@@ -36,7 +28,7 @@ def test_detection_table_has_every_delta_for_every_checker_and_dtype(book_html: 
 
 def test_summary_table_matches_the_prose(book_html: Path) -> None:
     soup = page(book_html, PAGE)
-    rows = {(row["dtype"], row["checker"]): row for row in _table(soup, "summary-table")}
+    rows = {(row["dtype"], row["checker"]): row for row in table_of_class(soup, "summary-table")}
     assert len(rows) == 8
     ours64, ours32, gc64 = rows["float64", "this checker"], rows["float32", "this checker"], rows["float64", "gradcheck (slow)"]
     assert ours64["false alarms"] == "0" and ours32["false alarms"] == "0"
@@ -59,11 +51,11 @@ def test_detection_plot_is_an_image_with_alt_text(book_html: Path) -> None:
 
 def test_per_element_and_kink_reports_are_shown(book_html: Path) -> None:
     soup = page(book_html, PAGE)
-    report = _table(soup, "checker-report")
+    report = table_of_class(soup, "checker-report")
     assert {row["verdict"] for row in report} == {"pass", "fail"}
     assert all(row["dtype"] == "float64" and row["device"] == "cpu" for row in report)
     assert sum(row["verdict"] == "fail" for row in report) == 4  # the diagonal of a 4-element elementwise op
-    kink = _table(soup, "kink-report")
+    kink = table_of_class(soup, "kink-report")
     assert [row["verdict"] for row in kink] == ["kink", "pass", "pass", "pass"]
 
 
@@ -86,7 +78,7 @@ def test_records_of_first_and_second_derivative_checks_are_embedded(book_html: P
 
 def test_second_derivative_table_and_devices_are_stated(book_html: Path) -> None:
     soup = page(book_html, PAGE)
-    rows = _table(soup, "second-table")
+    rows = table_of_class(soup, "second-table")
     said = {(row["function"], row["check"]): row["passed"] for row in rows}
     assert said["x³ summed, detached backward", "gradcheck"] == "True"
     assert said["x³ summed, detached backward", "gradgradcheck"] == "False"

@@ -4,15 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .helpers import embedded_records, main_text, page, tables
-
-
-def _table(soup, css: str) -> list[dict[str, str]]:
-    table = soup.select_one(f"table.{css}")
-    assert table is not None, f"no table.{css} on the page"
-    headings = [th.get_text(strip=True) for th in table.select("thead th")]
-    return [dict(zip(headings, (td.get_text(strip=True) for td in tr.find_all(["td", "th"])))) for tr in
-            table.select("tbody tr")]
+from .helpers import embedded_records, main_text, page, table_of_class, tables
 
 
 def test_precision_plot_is_an_image_on_disk_with_alt_text(book_html: Path) -> None:
@@ -26,7 +18,7 @@ def test_precision_plot_is_an_image_on_disk_with_alt_text(book_html: Path) -> No
 
 
 def test_precision_table_has_measured_and_theoretical_columns_for_every_dtype(book_html: Path) -> None:
-    rows = _table(page(book_html, "book/precision.html"), "precision-table")
+    rows = table_of_class(page(book_html, "book/precision.html"), "precision-table")
     assert {row["dtype"] for row in rows} == {"float16", "bfloat16", "float32", "float64"}
     assert {(row["dtype"], row["method"]) for row in rows} >= {("float32", "complex"), ("float16", "central")}
     for row in rows:
@@ -50,7 +42,7 @@ def test_finite_difference_chapter_shows_numerical_records_with_their_telemetry(
 
 def test_gradcheck_outcomes_are_tabled_per_dtype_and_match_the_prose(book_html: Path) -> None:
     soup = page(book_html, "book/finite-differences.html")
-    rows = _table(soup, "gradcheck-table")
+    rows = table_of_class(soup, "gradcheck-table")
     assert {row["dtype"] for row in rows} == {"float64", "float32", "float16"}
     passes = {d: sum(row["gradcheck passed"] == "True" for row in rows if row["dtype"] == d) for d in ("float64", "float32")}
     runs = sum(row["dtype"] == "float64" for row in rows)
@@ -65,7 +57,7 @@ def test_decision_guide_runs_both_options_on_the_same_functions(book_html: Path)
     assert [row["check"] for row in option_a] == [row["check"] for row in option_b]
     assert all(row["error estimate"] == "none" for row in option_a)
     assert all(row["error estimate"] != "none" for row in option_b)
-    summary = _table(soup, "decision-table")
+    summary = table_of_class(soup, "decision-table")
     assert {row["option"] for row in summary} == {"A: fixed", "B: adaptive"}
     by_option = {(row["option"], row["dtype"]): int(row["f evaluations"]) for row in summary}
     # Richardson with three levels evaluates f three times as often as one central difference.
