@@ -79,3 +79,9 @@ def test_a_toc_without_a_root_is_refused(tmp_path: Path) -> None:
     root = _project(tmp_path, "format: jb-book\nchapters: []\n", [])
     with pytest.raises(ValueError, match="no 'root:'"):
         toc_files(root)
+
+
+def test_the_introduction_lists_every_chapter_in_toc_order(book_html: Path) -> None:
+    listed = page(book_html, "book/intro.html").select("section#the-chapters ol a")
+    linked = ["book/" + a["href"].removesuffix(".html") for a in listed]
+    assert linked == [name for name in toc_files() if name != "book/intro"]
