@@ -1,25 +1,38 @@
-"""Sphinx extension for readers: each page says where its numbers came from, plots suit any screen, and
-no page loads a script twice.
+"""Sphinx extension for readers: each page says where its numbers came from, plots suit any screen, no
+page loads a script twice, and the mathematics renders without the internet.
 
 The line naming Python, torch and the devices is written into every page when the HTML is written, from
 the process building the book (the one that executes the chapters). Its text is a config value with
 rebuild="html", so a build under another Python, torch or set of devices rewrites every page: the line is
 never left over from an earlier build.
+
+MathJax comes from the site itself (`_static/mathjax/`, copied from the django-static-mathjax package, which
+ships MathJax 3's files and needs no Django), not from a CDN: a local build read offline shows formulas,
+not TeX source.
 """
 
 from __future__ import annotations
 
 import html
 import platform
+from pathlib import Path
 from typing import Any
 
 import torch
 from sphinx.application import Sphinx
+from sphinx.builders.html import StandaloneHTMLBuilder
 from sphinx.config import Config
+from sphinx.ext.mathjax import MATHJAX_URL
+from sphinx.util.fileutil import copy_asset
 
 from .devices import available_devices, device_name
 
 LINE_CLASS = "checks-build-environment"
+MATHJAX_FOLDER = "mathjax"
+MATHJAX_ENTRY = "tex-mml-chtml.js"  # the bundle Sphinx loads from the CDN by default
+# What that bundle loads at run time: TeX extensions, fonts, the menu and its accessibility tools. Left
+# out: the speech rule engine (sre, 4 MB), needed only for the menu's spoken-math explorer.
+MATHJAX_PARTS = (MATHJAX_ENTRY, "input", "output/chtml", "adaptors", "ui", "a11y")
 
 
 def environment_line(devices: list[str] | None = None) -> str:
@@ -65,6 +78,31 @@ def _set_line(app: Sphinx, config: Config) -> None:
     config.checks_build_environment = environment_line()
 
 
+def mathjax_source() -> Path:
+    """MathJax 3's es5 folder, as the django-static-mathjax package installs it."""
+    import mathjax  # the django-static-mathjax distribution; imports nothing of Django
+
+    return Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
+
+
+def _local_mathjax(app: Sphinx, config: Config) -> None:
+    if config.mathjax_path == MATHJAX_URL:  # a book that chose another MathJax keeps it
+        config.mathjax_path = f"{MATHJAX_FOLDER}/{MATHJAX_ENTRY}"
+
+
+def _copy_mathjax(app: Sphinx, exception: Exception | None) -> None:
+    """Copy MathJax into the site's _static (files already identical are left alone)."""
+    if exception is not None or not isinstance(app.builder, StandaloneHTMLBuilder):
+        return
+    if app.config.mathjax_path != f"{MATHJAX_FOLDER}/{MATHJAX_ENTRY}":
+        return
+    source, target = mathjax_source(), Path(app.outdir, "_static", MATHJAX_FOLDER)
+    for part in MATHJAX_PARTS:
+        destination = (target / part).parent if (source / part).is_file() else target / part
+        destination.mkdir(parents=True, exist_ok=True)
+        copy_asset(source / part, destination)
+
+
 def _on_page(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
     if "script_files" in context:
         context["script_files"] = unique_scripts(context["script_files"])
@@ -77,6 +115,8 @@ def _on_page(app: Sphinx, pagename: str, templatename: str, context: dict[str, A
 def setup(app: Sphinx) -> dict:
     app.add_config_value("checks_build_environment", "", "html")
     app.connect("config-inited", _set_line)
+    app.connect("config-inited", _local_mathjax)
+    app.connect("build-finished", _copy_mathjax)
     # reader.css lies in the package's static folder, which checks.sphinxext adds to the build.
     app.setup_extension("checks.sphinxext")
     app.connect("html-page-context", _on_page)

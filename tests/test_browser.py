@@ -1,8 +1,8 @@
 """The built site in a real headless browser (Debian's chromium, driven by Playwright's Python package).
 
 The site is served over HTTP from a local thread: the search page fetches its index, which a file:// page
-cannot. Requests to other hosts (MathJax's CDN) get an empty answer, so the tests run offline and see only
-what this site does. Without playwright or chromium the tests skip, naming what is missing; with
+cannot. Requests to other hosts get an empty answer, so the tests run offline and see only what this site
+does (MathJax included: the site serves its own copy). Without playwright or chromium the tests skip, naming what is missing; with
 CHECKS_REQUIRE_BROWSER=1 (set by .ci/run) they fail instead. CHECKS_CHROMIUM names another browser binary.
 """
 
@@ -109,6 +109,40 @@ def test_every_page_loads_without_console_errors_and_its_images_decode(book_html
         if found:
             problems[name] = found
     assert not problems, json.dumps(problems, indent=1)
+
+
+def test_every_formula_is_typeset_offline(book_html: Path, site: str, tab) -> None:
+    untypeset = {}
+    pages = [name for name in built_pages(book_html) if 'class="math' in (book_html / name).read_text(encoding="utf-8")]
+    assert "book/how-good-is-a-check.html" in pages
+    from playwright.sync_api import TimeoutError as Timeout
+
+    for name in pages:
+        _open(tab, book_html, site, name)
+        try:
+            tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                                  timeout=15_000)
+        except Timeout:
+            untypeset[name] = ["MathJax never started: its script did not load"]
+            continue
+        tab.evaluate("() => MathJax.startup.promise")
+        left = tab.evaluate("""() => [...document.querySelectorAll('main .math')]
+            .filter(node => !node.querySelector('mjx-container')).map(node => node.textContent.slice(0, 60))""")
+        if left:
+            untypeset[name] = left
+    assert not untypeset, json.dumps(untypeset, indent=1)
+
+
+def test_no_page_loads_a_script_or_stylesheet_from_another_host(book_html: Path) -> None:
+    remote = {}
+    for name in built_pages(book_html):
+        soup = read_page(book_html, name)
+        sources = [tag.get("src") for tag in soup.find_all("script")] + \
+                  [tag.get("href") for tag in soup.find_all("link", rel="stylesheet")]
+        found = [source for source in sources if source and urlsplit(source).netloc]
+        if found:
+            remote[name] = found
+    assert not remote, json.dumps(remote, indent=1)
 
 
 @functools.cache
