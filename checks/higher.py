@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
+from .checker import check_jacobian
 from .compare import compare
 from .devices import device_name
 from .dtypes import dtype_name
@@ -231,6 +232,28 @@ def run_torch_check(f: Function, x: torch.Tensor, check: str = "gradgradcheck") 
         except GradcheckError as error:
             passed, message = False, str(error).strip().splitlines()[0]
     return TorchCheckOutcome(check, dtype_name(x.dtype), passed, message, time.perf_counter() - start)
+
+
+SECOND_DERIVATIVE_CHECKS = ("gradcheck", "gradgradcheck", "this checker on the create_graph gradient")
+
+
+def second_derivative_checks(functions: Mapping[str, Function], x: torch.Tensor):
+    """gradcheck, gradgradcheck and check_jacobian(gradient_of(f)) on each named f at x.
+
+    A pandas DataFrame, one row per function and check (SECOND_DERIVATIVE_CHECKS): function, check,
+    passed, message. The first derivative alone (gradcheck) cannot see a wrong second derivative.
+    """
+    import pandas as pd
+
+    rows = []
+    for name, f in functions.items():
+        for check in SECOND_DERIVATIVE_CHECKS[:2]:
+            outcome = run_torch_check(f, x, check)
+            rows.append({"function": name, "check": check, "passed": outcome.passed, "message": outcome.message})
+        ours = check_jacobian(gradient_of(f), x)
+        rows.append({"function": name, "check": SECOND_DERIVATIVE_CHECKS[2], "passed": ours.passed,
+                     "message": ours.summary()})
+    return pd.DataFrame(rows)
 
 
 def device_discrepancy(records: Sequence[Record]) -> dict[tuple[str, str], float]:
