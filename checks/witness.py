@@ -225,16 +225,20 @@ class See:
 
     def __call__(self, value: torch.Tensor | None, *, expected: object, what: str, how: Provenance | None = None,
                  expectation: Expectation | None = None, expected_failure: bool = False,
-                 caught: Sequence[warnings.WarningMessage] = ()) -> Record:
-        """Record one observed value against the expected one; caught: warnings the reader captured
-        while reading it (warnings.catch_warnings(record=True)), kept verbatim on the record."""
+                 caught: Sequence[warnings.WarningMessage] = (), gradient: str = "") -> Record:
+        """Record one observed value against the expected one.
+
+        caught   -- warnings the reader captured while reading it (warnings.catch_warnings(record=True)),
+                    kept verbatim on the record;
+        gradient -- the derivative's formula as text, where the script has no Expectation for it.
+        """
         how = how or self._infer(value, what)
         observed = _gradient_value_any(what, value)
         wanted = None if expected is None else _as_float64(expected, what)
         if observed is not None and wanted is not None and observed.shape != wanted.shape:
             raise ShapeMismatchError(
                 f"{what}: observed shape {tuple(observed.shape)}, expected shape {tuple(wanted.shape)}")
-        record = self._record(what, how, expectation, expected_failure, wanted)
+        record = self._record(what, how, expectation, expected_failure, wanted, gradient)
         missing = f"no value (None) where {format_value(record.analytical_gradient)} was expected"
         said = [f"{WARNED}{type(item.message).__name__}: {item.message}" for item in caught]
         self.records.append(_judged(record, observed, wanted, self._tolerance, self._seed, missing=missing,
@@ -261,7 +265,7 @@ class See:
         )
 
     def _record(self, what: str, how: Provenance, expectation: Expectation | None, expected_failure: bool,
-                wanted: torch.Tensor | None) -> Record:
+                wanted: torch.Tensor | None, gradient: str = "") -> Record:
         about = expectation or self._expectation
         code = {_name(self._script): source_of(self._script)}
         if about is not None:
@@ -274,7 +278,7 @@ class See:
             dtype=self.dtype,
             device=self.device,
             how=how,
-            gradient_formula=about.gradient if about else "written beside the code",
+            gradient_formula=gradient or (about.gradient if about else "written beside the code, in the script"),
             derivative_source=(about.source if about else self._source),
             analytical_gradient=None if wanted is None else wanted.tolist(),
             expected_failure=expected_failure,
