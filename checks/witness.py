@@ -22,7 +22,7 @@ import io
 import re
 import tokenize
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 import torch
@@ -35,9 +35,9 @@ from .environment import environment
 from .errors import CheckInputError, ShapeMismatchError
 from .execute import Results
 from .expectations import Expectation, reference_input
-from .plan import Plan, PlannedCheck, plan, source_code, source_of
+from .plan import Plan, PlannedCheck, _tolerance_for, plan, source_code, source_of
 from .records import PROVENANCES, Provenance, Record
-from .tolerances import Tolerance, default_tolerance
+from .tolerances import Tolerance
 
 Code = Callable[[torch.Tensor], object]
 
@@ -58,7 +58,7 @@ def witness(
     how: Provenance | None = None,
     dtypes: str | Sequence[str] = ("float64",),
     devices: str | Sequence[str] | None = None,
-    tolerance: Tolerance | None = None,
+    tolerance: Tolerance | Mapping[str, Tolerance] | None = None,
     label: str | None = None,
     expected_failure: bool = False,
     seed: int = 0,
@@ -320,7 +320,7 @@ def run_script(
     source: str = "",
     dtypes: str | Sequence[str] = ("float64",),
     devices: str | Sequence[str] | None = None,
-    tolerance: Tolerance | None = None,
+    tolerance: Tolerance | Mapping[str, Tolerance] | None = None,
     requires_grad: bool = True,
     name: str | None = None,
     seed: int = 0,
@@ -331,6 +331,7 @@ def run_script(
          requires_grad=True (requires_grad=False for data, e.g. a module's input batch).
     expectation -- f with its derivative, for the records; or function and source as text, when each
          see(...) call carries its own formula beside the code (an nn.Module's gradients, say).
+    tolerance -- None for torch.testing's default per dtype, a Tolerance for every dtype, or one per dtype.
     name -- put before each pass in the record's label (default: the script's name).
     """
     if not callable(script):
@@ -352,7 +353,7 @@ def run_script(
             torch.manual_seed(seed)
             value = reference.to(to_dtype(dtype)).to(device).detach().clone().requires_grad_(requires_grad)
             see = See(script, expectation, function, source, reference.to(to_dtype(dtype)).to(torch.float64),
-                      value if requires_grad else None, dtype, device, tolerance or default_tolerance(dtype),
+                      value if requires_grad else None, dtype, device, _tolerance_for(tolerance, dtype),
                       label, seed)
             arguments = {"x": value, "see": see, "dtype": to_dtype(dtype), "device": torch.device(device)}
             script(**{key: arguments[key] for key in wanted})
