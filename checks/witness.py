@@ -266,6 +266,9 @@ class See:
 
     def _record(self, what: str, how: Provenance, expectation: Expectation | None, expected_failure: bool,
                 wanted: torch.Tensor | None, gradient: str = "") -> Record:
+        if any(record.check == f"{self._name}: {what}" for record in self.records):
+            # The label is the record's identity (its id and anchor): two passes must not share it.
+            raise CheckInputError(f"{_name(self._script)} names two passes {what!r}: give each see(...) its own what=")
         about = expectation or self._expectation
         code = {_name(self._script): source_of(self._script)}
         if about is not None:

@@ -222,6 +222,12 @@ def test_script_arguments_and_refusals() -> None:
         checks.run_script(unnamed, x=3.0, expectation=SQUARE, devices="cpu")
     with pytest.raises(checks.CheckInputError, match="a script may take x, see, dtype, device"):
         checks.run_script(lambda model, see: None, x=3.0, expectation=SQUARE)
+    def twice_the_same(x, see):
+        see(x.grad, expected=None, what="x.grad")
+        see(x.grad, expected=None, what="x.grad")
+
+    with pytest.raises(checks.CheckInputError, match="names two passes 'x.grad'"):
+        checks.run_script(twice_the_same, x=3.0, expectation=SQUARE, devices="cpu")
     with pytest.raises(checks.CheckInputError, match="saw nothing"):
         checks.run_script(lambda x, see: None, x=3.0, expectation=SQUARE, devices="cpu")
     with pytest.raises(checks.CheckInputError, match="function= and source="):
