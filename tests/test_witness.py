@@ -177,13 +177,11 @@ def test_a_script_of_passes_on_one_leaf_records_accumulation_and_a_captured_erro
     assert raised.verdict == "fail" and raised.expected_failure and SECOND_BACKWARD in raised.message
     assert all(r.passed for i, r in enumerate(results) if i != 4)
     assert "see(x.grad, expected=2 * SQUARE.df(x)" in raised.code["accumulation"]
-    html = records_html(list(results), *results_view(results))
+    html = results._repr_html_()
     assert "expected (from the analytical derivative)" in html
-    assert "<td class=\"checks-pass\">a second backward() adds</td>" in html  # the script's name is not repeated
-
-
-def results_view(results: checks.Results):
-    return results._columns, results._headings
+    assert "<td>a second backward() adds</td>" in html  # the script's name is not repeated in the table
+    assert "checks-failure" in html and "application/vnd.checks.records+json" in html
+    assert results.one(what="a second backward() adds").observed_gradient == 12.0
 
 
 def test_an_error_that_does_not_come_or_differs_is_an_unexpected_failure() -> None:
