@@ -71,7 +71,9 @@ class ScriptResults(Sequence[Record]):
     def _repr_html_(self) -> str:
         records = list(self._records)
         failures = "".join(failure_html(record) for record in records if not record.passed)
-        return table_html(self.frame()) + tolerance_notes(records) + failures + embed(records)
+        # Each row carries its record's id: the ledger links every check to its row on the page.
+        return (table_html(self.frame(), [record.id for record in records]) + tolerance_notes(records)
+                + failures + embed(records))
 
 
 @dataclass(frozen=True)
@@ -102,16 +104,23 @@ class Quote:
                 f"{html.escape(self.text)}</blockquote>")
 
 
-def table_html(frame: pd.DataFrame) -> str:
-    """A chapter's own table, told apart from the shared check tables by its class.
+def table_html(frame: pd.DataFrame, row_ids: Sequence[str] = ()) -> str:
+    """A chapter's own table, told apart from the shared check tables by its class; rows get row_ids.
 
     It scrolls sideways inside its own box: its texts may make it wider than a phone, and the page
     itself must never scroll sideways (the style is inline so the table needs no stylesheet).
     """
     # The verdict first: on a phone the rest of the row scrolls, the verdict stays in view.
-    first = [column for column in frame.columns if column == "verdict"]
-    frame = frame[first + [column for column in frame.columns if column != "verdict"]]
-    table = frame.to_html(index=False, classes="checks-passes", border=0, justify="left")
+    columns = [column for column in frame.columns if column == "verdict"]
+    columns += [column for column in frame.columns if column != "verdict"]
+    head = "".join(f"<th>{html.escape(str(column))}</th>" for column in columns)
+    ids = list(row_ids) or [""] * len(frame)
+    rows = "".join(
+        (f'<tr id="{html.escape(row_id)}">' if row_id else "<tr>")
+        + "".join(f"<td>{html.escape(str(row[column]))}</td>" for column in columns) + "</tr>"
+        for row_id, (_, row) in zip(ids, frame.iterrows())
+    )
+    table = f'<table class="dataframe checks-passes"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
     return f'<div class="checks-passes-scroll" style="overflow-x: auto; max-width: 100%;">{table}</div>'
 
 

@@ -265,3 +265,10 @@ def test_a_script_takes_a_tolerance_per_dtype() -> None:
                                 dtypes=("float32", "float64"), tolerance={"float32": loose})
     assert {r.tolerance["rtol"] for r in results if r.dtype == "float32"} == {1e-3}
     assert {r.tolerance["rtol"] for r in results if r.dtype == "float64"} == {1e-7}
+
+
+def test_each_pass_row_carries_its_record_id_for_the_ledger_link() -> None:
+    results = checks.run_script(accumulation, x=3.0, expectation=SQUARE, devices="cpu")
+    html = results._repr_html_()
+    assert all(f'<tr id="{record.id}">' in html for record in results)
+    assert len({record.id for record in results}) == len(results)
