@@ -28,8 +28,8 @@ from .records import Provenance, Record
 from .tolerances import Tolerance, default_tolerance, estimate_tolerance
 
 Function = Callable[[torch.Tensor], torch.Tensor]
-# Ways of obtaining a matrix of derivatives, and how each is recorded: each autograd way by its own name
-# (jacfwd is forward mode, not autograd.grad), a Richardson estimate as "numerical".
+# Ways of obtaining a matrix of derivatives, and how each is recorded: the provenance names the transform
+# (reverse mode, forward mode, hessian, autograd.grad with create_graph=True) or a numerical estimate.
 WAYS: dict[str, Provenance] = {
     "jacrev": "jacrev",
     "jacfwd": "jacfwd",

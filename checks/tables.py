@@ -126,6 +126,10 @@ def table_html(frame: pd.DataFrame, row_ids: Sequence[str] = ()) -> str:
 
 def provenance_frame(records: Sequence[Record]) -> pd.DataFrame:
     """Where each derivative came from: one row per record, with shape/dtype/device and the verdict."""
+    if not isinstance(records, Sequence) or not all(isinstance(record, Record) for record in records):
+        raise CheckInputError(f"provenance needs a sequence of Records (e.g. the results of a run), got {records!r:.80}")
+    if not records:
+        raise CheckInputError("provenance of no records: there is nothing to show")
     return pd.DataFrame([
         {
             "check": record.check,

@@ -272,3 +272,16 @@ def test_each_pass_row_carries_its_record_id_for_the_ledger_link() -> None:
     html = results._repr_html_()
     assert all(f'<tr id="{record.id}">' in html for record in results)
     assert len({record.id for record in results}) == len(results)
+
+
+def test_provenance_table_and_plain_refuse_what_they_cannot_show() -> None:
+    with pytest.raises(checks.CheckInputError, match="nothing to show"):
+        checks.provenance_table([])
+    with pytest.raises(checks.CheckInputError, match="a sequence of Records"):
+        checks.provenance_table([{"how": "stored"}])
+    with pytest.raises(checks.CheckInputError, match="glues one number"):
+        checks.plain([1.0, 2.0])
+    results = checks.witness(SQUARE, 3.0, stored, returned, devices="cpu")
+    words = list(checks.provenance_frame(list(results))["where the derivative came from"])
+    assert words == ["stored in .grad by backward()", "returned by autograd.grad"]
+    assert checks.plain(results[0].observed_gradient) == 6.0 and checks.plain(None) == "none"
