@@ -66,11 +66,15 @@ def witness(
 ) -> Results:
     """Run each code function on a fresh leaf per device and dtype, and compare with the expectation.
 
-    Equivalent to checks.plan(expectation, x, dtypes=..., ...).run(*code, how=how).
+    Equivalent to checks.plan(expectation, x, how=<the ways named>, dtypes=..., ...).run(*code, how=how):
+    a function named how="numerical" is judged with the plan's numerical default tolerance (central
+    differences at checks' default step) unless tolerance= says otherwise.
     """
     if not code:
         raise CheckInputError("witness() needs at least one code function, e.g. def stored(x): ... return x.grad")
-    planned = plan(expectation, x, dtypes=dtypes, devices=devices, tolerance=tolerance, label=label,
+    # A row per way named (a numerical one gets a numerical default tolerance); inferred ways share "stored"'s.
+    named = tuple(dict.fromkeys(explicit or "stored" for _, explicit in (_function_and_how(item, how) for item in code)))
+    planned = plan(expectation, x, how=named, dtypes=dtypes, devices=devices, tolerance=tolerance, label=label,
                    expected_failure=expected_failure, seed=seed)
     return run_code(planned, code, how=how)
 

@@ -83,6 +83,9 @@ def test_how_that_cannot_be_inferred_is_refused_and_can_be_named() -> None:
     record = numerical.run((central, "numerical"))[0]
     assert record.how == "numerical" and record.passed
     assert record.tolerance == numerical[0].tolerance.to_dict()  # the plan's numerical allowance, not autograd's
+    both = checks.witness(SQUARE, 3.0, stored, (central, "numerical"), devices="cpu")
+    assert both.one(how="numerical").tolerance == record.tolerance
+    assert both.one(how="stored").tolerance == checks.default_tolerance("float64").to_dict()
 
 
 def test_a_comment_naming_autograd_grad_says_nothing_about_how() -> None:
