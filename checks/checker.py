@@ -188,7 +188,7 @@ def check_jacobian(
     kink = torch.zeros_like(numerical, dtype=torch.bool)
     evaluations = estimate.evaluations + 2  # f(x) above and autograd's own forward
     if kinks:
-        h0 = default_step("richardson", x.dtype).h0 if step is None else estimate.h0
+        h0 = default_step("richardson", x.dtype, levels).h0 if step is None else estimate.h0
         kink, extra = _kinks(f, x, h0, scale, eps)
         evaluations += extra
     return CheckReport(

@@ -22,7 +22,7 @@ def test_precision_table_has_measured_and_theoretical_columns_for_every_dtype(bo
     assert {row["dtype"] for row in rows} == {"float16", "bfloat16", "float32", "float64"}
     assert {(row["dtype"], row["method"]) for row in rows} >= {("float32", "complex"), ("float16", "central")}
     for row in rows:
-        assert row["theory step"].split(" = ")[0] in ("√ε", "ε^(1/3)", "any h ≤ √ε")
+        assert row["theory step"].split(" = ")[0] in ("√ε", "ε^(1/3)", "any h ≤ √(6ε)")
         float(row["measured best step"]), float(row["measured smallest error"])
     text = main_text(page(book_html, "book/precision.html"))
     assert "or less rounds to zero in float16" in text and "relative step of  or less" not in text
