@@ -160,7 +160,7 @@ def check_jacobian(
               transform f (an autograd.Function without setup_context/vmap support, or without jvp for
               forward mode) the check falls back to torch.autograd.functional.jacobian in reverse mode,
               and the report's note says why
-    levels -- Richardson levels (steps h, h/2, ...); step -- its relative step h0 (default ε^(1/5))
+    levels -- Richardson levels (steps h, h/2, ...); step -- its relative step h0 (default ε^(1/(2·levels + 1)))
     safety -- the allowance factor over the error estimate and the rounding floor
     kinks  -- run the one-sided kink test (4n + 4 more evaluations of f)
     """
