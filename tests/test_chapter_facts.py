@@ -77,18 +77,18 @@ def test_finite_difference_chapter_shows_the_plain_pytorch_it_checks(book_html: 
 
 def test_gradcheck_table_shows_the_numbers_that_differed(book_html: Path) -> None:
     rows = table_of_class(page(book_html, "book/finite-differences.html"), "gradcheck-table")
-    failed = [row for row in rows if "False" in row["passed (slow, fast)"]]
+    failed = [row for row in rows if "no" in row["passed (slow, fast)"].split(", ")]
     assert failed and len(failed) < len(rows)
     for row in failed:
         analytical, numerical = float(row["analytical"]), float(row["numerical"])
-        difference, allowed = float(row["|difference|"]), float(row["allowed"])
-        # The cells show 4 significant digits.
-        assert difference == pytest.approx(abs(analytical - numerical), abs=1e-3 * max(abs(analytical), abs(numerical)))
+        difference, allowed = float(row["differ by"]), float(row["allowed"])
+        # The cells show 3 significant digits.
+        assert difference == pytest.approx(abs(analytical - numerical), abs=1e-2 * max(abs(analytical), abs(numerical)))
         assert difference > allowed  # the element shown is one that failed gradcheck's test
         assert allowed == pytest.approx(GRADCHECK_DEFAULTS["atol"] + GRADCHECK_DEFAULTS["rtol"] * abs(numerical),
-                                        rel=1e-3)
+                                        rel=1e-2)
     assert len({(row["analytical"], row["numerical"]) for row in failed}) > 1
-    assert all(row["analytical"] == "" for row in rows if row["passed (slow, fast)"] == "True, True")
+    assert all(row["analytical"] == "" for row in rows if row["passed (slow, fast)"] == "yes, yes")
 
 
 # Precision
@@ -239,3 +239,24 @@ def test_finite_difference_equation_fits_its_column(book_html: Path, site: str, 
     }""")
     # Nothing of the formula is hidden behind a scrollbar or past the text column.
     assert box["scroll"] <= box["client"] + 1 and box["right"] <= box["column"] + 1, box
+
+
+def test_gradcheck_table_fits_a_wide_screen_s_column(book_html: Path, site: str, tab) -> None:
+    tab.set_viewport_size({"width": 1280, "height": 900})
+    _open(tab, book_html, site, "book/finite-differences.html")
+    box = tab.evaluate("""() => {
+        const table = document.querySelector('table.gradcheck-table');
+        return {table: table.scrollWidth, column: table.parentElement.clientWidth};
+    }""")
+    assert box["table"] <= box["column"] + 1, box
+
+
+@pytest.mark.parametrize("name, calls", [
+    ("precision", ("(torch.sin(x + h) - torch.sin(x)) / h", "(torch.sin(x + h) - torch.sin(x - h)) / (2 * h)",
+                   ".imag / h")),
+    ("decision-guide", ("(f(x + h) - f(x - h)) / (2 * h)", "(4 * d2 - d1) / 3", "(16 * r2 - r1) / 15")),
+])
+def test_numerical_chapters_write_their_estimates_in_plain_torch(book_html: Path, name: str, calls: tuple) -> None:
+    code = " ".join(block.get_text() for block in page(book_html, f"book/{name}.html").select("main div.cell_input"))
+    for call in calls:
+        assert call in code, call
