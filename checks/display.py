@@ -76,6 +76,9 @@ def format_value(value: Any) -> str:
 
 def cell_text(key: str, record: Record) -> str:
     """One cell of a check table, as the reader sees it."""
+    if key == "pass":
+        # A script's pass: its label without the script's name, which the whole table shares.
+        return record.check.split(": ", 1)[-1]
     value = getattr(record, key)
     if key == "input_shape":
         return "(" + ", ".join(str(n) for n in value) + ("," if len(value) == 1 else "") + ")"

@@ -22,7 +22,7 @@ import io
 import re
 import tokenize
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 import torch
@@ -35,9 +35,9 @@ from .environment import environment
 from .errors import CheckInputError, ShapeMismatchError
 from .execute import Results
 from .expectations import Expectation, reference_input
-from .plan import Plan, PlannedCheck, plan, source_code, source_of
+from .plan import Plan, PlannedCheck, _tolerance_for, plan, source_code, source_of
 from .records import PROVENANCES, Provenance, Record
-from .tolerances import Tolerance, default_tolerance
+from .tolerances import Tolerance
 
 Code = Callable[[torch.Tensor], object]
 
@@ -58,7 +58,7 @@ def witness(
     how: Provenance | None = None,
     dtypes: str | Sequence[str] = ("float64",),
     devices: str | Sequence[str] | None = None,
-    tolerance: Tolerance | None = None,
+    tolerance: Tolerance | Mapping[str, Tolerance] | None = None,
     label: str | None = None,
     expected_failure: bool = False,
     seed: int = 0,
@@ -203,8 +203,8 @@ def _name(function: Callable[..., object]) -> str:
 RAISED = "PyTorch raised "
 WARNED = "PyTorch warned "
 
-SCRIPT_COLUMNS = ("check", "dtype", "device", "analytical_gradient", "observed_gradient", "how", "verdict")
-SCRIPT_HEADINGS = {"check": "pass", "analytical_gradient": "expected (from the analytical derivative)"}
+SCRIPT_COLUMNS = ("pass", "dtype", "device", "analytical_gradient", "observed_gradient", "how", "verdict")
+SCRIPT_HEADINGS = {"analytical_gradient": "expected (from the analytical derivative)"}
 
 
 class See:
@@ -225,16 +225,20 @@ class See:
 
     def __call__(self, value: torch.Tensor | None, *, expected: object, what: str, how: Provenance | None = None,
                  expectation: Expectation | None = None, expected_failure: bool = False,
-                 caught: Sequence[warnings.WarningMessage] = ()) -> Record:
-        """Record one observed value against the expected one; caught: warnings the reader captured
-        while reading it (warnings.catch_warnings(record=True)), kept verbatim on the record."""
+                 caught: Sequence[warnings.WarningMessage] = (), gradient: str = "") -> Record:
+        """Record one observed value against the expected one.
+
+        caught   -- warnings the reader captured while reading it (warnings.catch_warnings(record=True)),
+                    kept verbatim on the record;
+        gradient -- the derivative's formula as text, where the script has no Expectation for it.
+        """
         how = how or self._infer(value, what)
         observed = _gradient_value_any(what, value)
         wanted = None if expected is None else _as_float64(expected, what)
         if observed is not None and wanted is not None and observed.shape != wanted.shape:
             raise ShapeMismatchError(
                 f"{what}: observed shape {tuple(observed.shape)}, expected shape {tuple(wanted.shape)}")
-        record = self._record(what, how, expectation, expected_failure, wanted)
+        record = self._record(what, how, expectation, expected_failure, wanted, gradient)
         missing = f"no value (None) where {format_value(record.analytical_gradient)} was expected"
         said = [f"{WARNED}{type(item.message).__name__}: {item.message}" for item in caught]
         self.records.append(_judged(record, observed, wanted, self._tolerance, self._seed, missing=missing,
@@ -261,7 +265,7 @@ class See:
         )
 
     def _record(self, what: str, how: Provenance, expectation: Expectation | None, expected_failure: bool,
-                wanted: torch.Tensor | None) -> Record:
+                wanted: torch.Tensor | None, gradient: str = "") -> Record:
         about = expectation or self._expectation
         code = {_name(self._script): source_of(self._script)}
         if about is not None:
@@ -274,7 +278,7 @@ class See:
             dtype=self.dtype,
             device=self.device,
             how=how,
-            gradient_formula=about.gradient if about else "written beside the code",
+            gradient_formula=gradient or (about.gradient if about else "written beside the code, in the script"),
             derivative_source=(about.source if about else self._source),
             analytical_gradient=None if wanted is None else wanted.tolist(),
             expected_failure=expected_failure,
@@ -316,7 +320,7 @@ def run_script(
     source: str = "",
     dtypes: str | Sequence[str] = ("float64",),
     devices: str | Sequence[str] | None = None,
-    tolerance: Tolerance | None = None,
+    tolerance: Tolerance | Mapping[str, Tolerance] | None = None,
     requires_grad: bool = True,
     name: str | None = None,
     seed: int = 0,
@@ -327,6 +331,7 @@ def run_script(
          requires_grad=True (requires_grad=False for data, e.g. a module's input batch).
     expectation -- f with its derivative, for the records; or function and source as text, when each
          see(...) call carries its own formula beside the code (an nn.Module's gradients, say).
+    tolerance -- None for torch.testing's default per dtype, a Tolerance for every dtype, or one per dtype.
     name -- put before each pass in the record's label (default: the script's name).
     """
     if not callable(script):
@@ -348,7 +353,7 @@ def run_script(
             torch.manual_seed(seed)
             value = reference.to(to_dtype(dtype)).to(device).detach().clone().requires_grad_(requires_grad)
             see = See(script, expectation, function, source, reference.to(to_dtype(dtype)).to(torch.float64),
-                      value if requires_grad else None, dtype, device, tolerance or default_tolerance(dtype),
+                      value if requires_grad else None, dtype, device, _tolerance_for(tolerance, dtype),
                       label, seed)
             arguments = {"x": value, "see": see, "dtype": to_dtype(dtype), "device": torch.device(device)}
             script(**{key: arguments[key] for key in wanted})

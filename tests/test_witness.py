@@ -179,6 +179,7 @@ def test_a_script_of_passes_on_one_leaf_records_accumulation_and_a_captured_erro
     assert "see(x.grad, expected=2 * SQUARE.df(x)" in raised.code["accumulation"]
     html = records_html(list(results), *results_view(results))
     assert "expected (from the analytical derivative)" in html
+    assert "<td class=\"checks-pass\">a second backward() adds</td>" in html  # the script's name is not repeated
 
 
 def results_view(results: checks.Results):
@@ -225,3 +226,38 @@ def test_script_arguments_and_refusals() -> None:
         checks.run_script(lambda x, see: None, x=3.0, expectation=SQUARE, devices="cpu")
     with pytest.raises(checks.CheckInputError, match="function= and source="):
         checks.run_script(accumulation, x=3.0)
+
+
+def test_a_warning_caught_by_the_reader_is_kept_whole_and_read_back() -> None:
+    import warnings
+
+    def non_leaf(x, see):
+        h = x * x
+        (h * h).backward()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            h_grad = h.grad
+        see(h_grad, expected=2 * h, what="h.grad", how="stored", expected_failure=True, caught=caught)
+
+    record = checks.run_script(non_leaf, x=3.0, expectation=SQUARE, devices="cpu")[0]
+    assert record.verdict == "fail" and record.expected_failure and record.observed_gradient is None
+    said = checks.captured(record)
+    assert said.startswith("The .grad attribute of a Tensor that is not a leaf Tensor") and said.endswith(".)")
+    assert checks.captured(checks.witness(SQUARE, 3.0, stored, devices="cpu")[0]) == ""
+
+
+def test_plans_without_code_refuse_what_only_code_can_observe() -> None:
+    with pytest.raises(checks.CheckInputError, match=r"observed by your code, not by checks"):
+        checks.plan(SQUARE, 3.0, how="jacfwd", devices="cpu").run()
+    with pytest.raises(checks.CheckInputError, match="pass the code too"):
+        checks.plan(SQUARE, 3.0, devices="cpu").run(how="returned")
+    with pytest.raises(checks.CheckInputError, match="is not a way of observing"):
+        checks.witness(SQUARE, 3.0, (stored, "by hand"), devices="cpu")
+
+
+def test_a_script_takes_a_tolerance_per_dtype() -> None:
+    loose = checks.default_tolerance("float32").changed(rtol=1e-3, reason="a test of the per-dtype mapping")
+    results = checks.run_script(accumulation, x=3.0, expectation=SQUARE, devices="cpu",
+                                dtypes=("float32", "float64"), tolerance={"float32": loose})
+    assert {r.tolerance["rtol"] for r in results if r.dtype == "float32"} == {1e-3}
+    assert {r.tolerance["rtol"] for r in results if r.dtype == "float64"} == {1e-7}
