@@ -260,3 +260,13 @@ def test_numerical_chapters_write_their_estimates_in_plain_torch(book_html: Path
     code = " ".join(block.get_text() for block in page(book_html, f"book/{name}.html").select("main div.cell_input"))
     for call in calls:
         assert call in code, call
+
+
+@pytest.mark.parametrize("name", ["failures", "finite-differences", "precision", "decision-guide"])
+def test_visible_code_reads_without_scrolling_at_1280(book_html: Path, site: str, tab, name: str) -> None:
+    tab.set_viewport_size({"width": 1280, "height": 900})
+    _open(tab, book_html, site, f"book/{name}.html")
+    wide = tab.evaluate("""() => [...document.querySelectorAll('main div.cell_input pre')]
+        .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
+        .map(pre => pre.textContent.split('\\n').reduce((a, b) => a.length > b.length ? a : b))""")
+    assert not wide, wide
