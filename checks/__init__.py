@@ -20,9 +20,9 @@ from .errors import (
 from .execute import Results, execute
 from .expectations import Expectation
 from .numerical import Estimate, estimate_gradient, estimate_jacobian
-from .display import Quote, plain, provenance_frame, provenance_table
 from .plan import Plan, PlannedCheck, plan
 from .records import Record, dump_records, load_records
+from .tables import Quote, ScriptResults, plain, provenance_frame, provenance_table
 from .tolerances import Tolerance, ToleranceChange, default_tolerance, estimate_tolerance, numerical_tolerance
 from .witness import See, captured, run_script, witness
 
@@ -41,6 +41,7 @@ __all__ = [
     "PlannedCheck",
     "Record",
     "Results",
+    "ScriptResults",
     "See",
     "ShapeMismatchError",
     "StepError",

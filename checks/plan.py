@@ -16,6 +16,7 @@ import linecache
 import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import get_args
 
 import torch
 
@@ -24,9 +25,13 @@ from .dtypes import dtype_name, to_dtype
 from .errors import CheckInputError, DtypeError, ToleranceChangeError
 from .expectations import Expectation, reference_input
 from .numerical import COMPLEX_OF, METHODS, Method, default_step, representable_step
-from .records import PROVENANCES, Provenance, Record
+from .records import Provenance, Record
 from .tolerances import Tolerance, default_tolerance, numerical_tolerance
 
+# Ways a plan can observe a gradient: every provenance, for the reader's code (Plan.run(code)); checks
+# observes OWN_HOWS by itself (Plan.run()).
+PLAN_HOWS: tuple[Provenance, ...] = get_args(Provenance)
+OWN_HOWS: tuple[Provenance, ...] = ("stored", "returned", "numerical")
 # tolerance=ADAPTIVE: a numerical check's allowance comes from its estimate's own error estimate (Richardson).
 ADAPTIVE = "estimate"
 
@@ -106,7 +111,8 @@ class Plan(Sequence[PlannedCheck]):
         code -- the reader's functions, each taking a fresh leaf x and returning the gradient it
                 observed (x.grad after backward(), what torch.autograd.grad returned, ...); a pair
                 (function, how) names how, where it cannot be inferred; how= names it for all of them.
-        Without code, each planned row is observed by checks itself, in the way its how names.
+        Without code, each planned row is observed by checks itself, in the way its how names: stored,
+        returned or numerical (other ways are observed by code only).
         """
         if code:
             from .witness import run_code
@@ -114,6 +120,9 @@ class Plan(Sequence[PlannedCheck]):
             return run_code(self, code, how=how)
         if how is not None:
             raise CheckInputError("how= names how your code observed the gradient; pass the code too: run(code, how=...)")
+        for check in self._checks:
+            if check.how not in OWN_HOWS:
+                raise CheckInputError(f"how={check.how!r} is observed by your code, not by checks: pass it, plan.run(code)")
         from .execute import run_plan
 
         return run_plan(self)
@@ -153,8 +162,8 @@ def plan(
         raise CheckInputError("plan() needs an Expectation written first (checks.Expectation(...))")
     hows = (how,) if isinstance(how, str) else tuple(how)
     for item in hows:
-        if item not in PROVENANCES:
-            raise CheckInputError(f"how={item!r} is not a way of observing a gradient; use one of {PROVENANCES}")
+        if item not in PLAN_HOWS:
+            raise CheckInputError(f"how={item!r} is not a way of observing a gradient; use one of {PLAN_HOWS}")
     methods = (method,) if isinstance(method, str) else tuple(method)
     for item in methods:
         if item not in METHODS:

@@ -37,6 +37,7 @@ from .execute import Results
 from .expectations import Expectation, reference_input
 from .plan import Plan, PlannedCheck, _tolerance_for, plan, source_code, source_of
 from .records import PROVENANCES, Provenance, Record
+from .tables import ScriptResults
 from .tolerances import Tolerance
 
 Code = Callable[[torch.Tensor], object]
@@ -203,9 +204,6 @@ def _name(function: Callable[..., object]) -> str:
 RAISED = "PyTorch raised "
 WARNED = "PyTorch warned "
 
-SCRIPT_COLUMNS = ("pass", "dtype", "device", "analytical_gradient", "observed_gradient", "how", "verdict")
-SCRIPT_HEADINGS = {"analytical_gradient": "expected (from the analytical derivative)"}
-
 
 class See:
     """The observer a script is handed: see(value, expected=..., what=...) records one observed value.
@@ -266,6 +264,9 @@ class See:
 
     def _record(self, what: str, how: Provenance, expectation: Expectation | None, expected_failure: bool,
                 wanted: torch.Tensor | None, gradient: str = "") -> Record:
+        if any(record.check == f"{self._name}: {what}" for record in self.records):
+            # The label is the record's identity (its id and anchor): two passes must not share it.
+            raise CheckInputError(f"{_name(self._script)} names two passes {what!r}: give each see(...) its own what=")
         about = expectation or self._expectation
         code = {_name(self._script): source_of(self._script)}
         if about is not None:
@@ -324,7 +325,7 @@ def run_script(
     requires_grad: bool = True,
     name: str | None = None,
     seed: int = 0,
-) -> Results:
+) -> ScriptResults:
     """Run script per device and dtype; it gets the arguments it names: x, see, dtype, device.
 
     x -- the input; the script gets it as a fresh tensor of the row's dtype and device, a leaf with
@@ -360,7 +361,7 @@ def run_script(
             if not see.records:
                 raise CheckInputError(f"{_name(script)} saw nothing: call see(value, expected=..., what=...) for each pass")
             records.extend(see.records)
-    return Results(records, columns=SCRIPT_COLUMNS, headings=SCRIPT_HEADINGS)
+    return ScriptResults(records, label)
 
 
 def captured(record: Record) -> str:

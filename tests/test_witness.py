@@ -177,13 +177,11 @@ def test_a_script_of_passes_on_one_leaf_records_accumulation_and_a_captured_erro
     assert raised.verdict == "fail" and raised.expected_failure and SECOND_BACKWARD in raised.message
     assert all(r.passed for i, r in enumerate(results) if i != 4)
     assert "see(x.grad, expected=2 * SQUARE.df(x)" in raised.code["accumulation"]
-    html = records_html(list(results), *results_view(results))
+    html = results._repr_html_()
     assert "expected (from the analytical derivative)" in html
-    assert "<td class=\"checks-pass\">a second backward() adds</td>" in html  # the script's name is not repeated
-
-
-def results_view(results: checks.Results):
-    return results._columns, results._headings
+    assert "<td>a second backward() adds</td>" in html  # the script's name is not repeated in the table
+    assert "checks-failure" in html and "application/vnd.checks.records+json" in html
+    assert results.one(what="a second backward() adds").observed_gradient == 12.0
 
 
 def test_an_error_that_does_not_come_or_differs_is_an_unexpected_failure() -> None:
@@ -222,6 +220,12 @@ def test_script_arguments_and_refusals() -> None:
         checks.run_script(unnamed, x=3.0, expectation=SQUARE, devices="cpu")
     with pytest.raises(checks.CheckInputError, match="a script may take x, see, dtype, device"):
         checks.run_script(lambda model, see: None, x=3.0, expectation=SQUARE)
+    def twice_the_same(x, see):
+        see(x.grad, expected=None, what="x.grad")
+        see(x.grad, expected=None, what="x.grad")
+
+    with pytest.raises(checks.CheckInputError, match="names two passes 'x.grad'"):
+        checks.run_script(twice_the_same, x=3.0, expectation=SQUARE, devices="cpu")
     with pytest.raises(checks.CheckInputError, match="saw nothing"):
         checks.run_script(lambda x, see: None, x=3.0, expectation=SQUARE, devices="cpu")
     with pytest.raises(checks.CheckInputError, match="function= and source="):
@@ -261,3 +265,10 @@ def test_a_script_takes_a_tolerance_per_dtype() -> None:
                                 dtypes=("float32", "float64"), tolerance={"float32": loose})
     assert {r.tolerance["rtol"] for r in results if r.dtype == "float32"} == {1e-3}
     assert {r.tolerance["rtol"] for r in results if r.dtype == "float64"} == {1e-7}
+
+
+def test_each_pass_row_carries_its_record_id_for_the_ledger_link() -> None:
+    results = checks.run_script(accumulation, x=3.0, expectation=SQUARE, devices="cpu")
+    html = results._repr_html_()
+    assert all(f'<tr id="{record.id}">' in html for record in results)
+    assert len({record.id for record in results}) == len(results)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import embedded_records, main_text, page, tables, visible_code
+from .helpers import embedded_records, main_text, page, table_of_class, tables, visible_code
 from .toc import LEDGER, toc_files
 
 PLAN_RECORD = '{"function": "x*x", "x": 3, "analytical_gradient": 6, "observed_gradient": null, "executed": false}'
@@ -48,7 +48,7 @@ def test_module_chapter_reads_weight_and_bias_grad_after_backward_with_zero_grad
     for call in ("nn.Linear(3, 1)", "loss.backward()", "model.weight.grad", "model.bias.grad",
                  "optimizer.zero_grad()", "model.zero_grad()", "def by_hand(model, X, Y):"):
         assert call in code, call
-    rows = tables(soup)[0]
+    rows = table_of_class(soup, "checks-passes")
     assert {row["dtype"] for row in rows} == {"float32", "float64"}
     assert all(row["verdict"] == "pass" for row in rows)
     weights = [row for row in rows if row["pass"].endswith("step 2: weight.grad")]
