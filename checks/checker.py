@@ -160,7 +160,7 @@ def check_jacobian(
               transform f (an autograd.Function without setup_context/vmap support, or without jvp for
               forward mode) the check falls back to torch.autograd.functional.jacobian in reverse mode,
               and the report's note says why
-    levels -- Richardson levels (steps h, h/2, ...); step -- its relative step h0 (default ε^(1/5))
+    levels -- Richardson levels (steps h, h/2, ...); step -- its relative step h0 (default ε^(1/(2·levels + 1)))
     safety -- the allowance factor over the error estimate and the rounding floor
     kinks  -- run the one-sided kink test (4n + 4 more evaluations of f)
     """
@@ -188,7 +188,7 @@ def check_jacobian(
     kink = torch.zeros_like(numerical, dtype=torch.bool)
     evaluations = estimate.evaluations + 2  # f(x) above and autograd's own forward
     if kinks:
-        h0 = default_step("richardson", x.dtype).h0 if step is None else estimate.h0
+        h0 = default_step("richardson", x.dtype, levels).h0 if step is None else estimate.h0
         kink, extra = _kinks(f, x, h0, scale, eps)
         evaluations += extra
     return CheckReport(

@@ -34,7 +34,8 @@ Method = Literal["forward", "central", "complex", "richardson"]
 METHODS: tuple[Method, ...] = ("forward", "central", "complex", "richardson")
 
 # The complex dtype in which a complex-step estimate evaluates f for each real dtype. There is no complex
-# bfloat16, and complex32 (chalf) supports too few CPU ops to evaluate ordinary functions.
+# bfloat16; torch.complex32 (chalf) pairs with float16 but few ops support it (on the CPU not even sin or
+# exp), so float16 is left out too.
 COMPLEX_OF = {torch.float32: torch.complex64, torch.float64: torch.complex128}
 
 
@@ -54,24 +55,32 @@ class StepRule:
     reason: str
 
 
-def default_step(method: Method, dtype: torch.dtype) -> StepRule:
+def default_step(method: Method, dtype: torch.dtype, levels: int = 3) -> StepRule:
     """The relative step each method uses unless told otherwise, derived from machine epsilon ε.
 
     forward:    error ≈ ε|f|/h + h|f''|/2, smallest at h ≈ √ε for f, f'' of order 1.
     central:    error ≈ ε|f|/h + h²|f'''|/6, smallest at h ≈ ε^(1/3).
-    complex:    no subtraction, so no cancellation: error ≈ h²|f'''|/6 only; h = √ε makes it ≈ ε.
-    richardson: extrapolating central differences removes the h² term, leaving ≈ ε|f|/h + h⁴|f⁽⁵⁾|,
-                smallest at h ≈ ε^(1/5); the halved steps of the tableau go below that.
+    complex:    no subtraction, so no cancellation: error ≈ ε|f'| + h²|f'''|/6; h = √ε keeps it ≈ ε.
+    richardson: a tableau of `levels` central differences at h, h/2, ... removes the error terms h², h⁴,
+                ..., h^(2·levels - 2), leaving ≈ ε|f|/h + h^(2·levels)·|f^(2·levels + 1)|, smallest at
+                h ≈ ε^(1/(2·levels + 1)): ε^(1/7) for the default three levels, ε^(1/5) for two.
     """
     _require_method(method)
     eps = machine_epsilon(dtype)
     name = dtype_name(dtype)
-    exponent, formula, why = {
-        "forward": (1 / 2, "√ε", "balances rounding ε|f|/h against truncation h|f''|/2"),
-        "central": (1 / 3, "ε^(1/3)", "balances rounding ε|f|/h against truncation h²|f'''|/6"),
-        "complex": (1 / 2, "√ε", "no cancellation; truncation h²|f'''|/6 ≈ ε at this step"),
-        "richardson": (1 / 5, "ε^(1/5)", "balances rounding ε|f|/h against the extrapolated truncation h⁴"),
-    }[method]
+    if method == "richardson":
+        _require_levels(levels)
+        order = 2 * levels
+        removed = ", ".join(f"h^{2 * k}" for k in range(1, levels))
+        exponent, formula, why = (1 / (order + 1), f"ε^(1/{order + 1})",
+                                  f"{levels} levels remove {removed}; balances rounding ε|f|/h against the "
+                                  f"remaining truncation h^{order}")
+    else:
+        exponent, formula, why = {
+            "forward": (1 / 2, "√ε", "balances rounding ε|f|/h against truncation h|f''|/2"),
+            "central": (1 / 3, "ε^(1/3)", "balances rounding ε|f|/h against truncation h²|f'''|/6"),
+            "complex": (1 / 2, "√ε", "no cancellation; truncation h²|f'''|/6 ≈ ε at this step"),
+        }[method]
     return StepRule(method, name, eps**exponent, formula, f"{formula} with ε = {eps:.3g} ({name}): {why}")
 
 
@@ -126,7 +135,7 @@ def estimate_gradient(
 ) -> Estimate:
     """Estimate the gradient of a scalar-valued f at x; values have x's shape.
 
-    step      -- relative step h0 (default: default_step(method, x.dtype).h0); the step used per element
+    step      -- relative step h0 (default: default_step(method, x.dtype, levels).h0); the step used per element
                  is (x + h0·max(|x|, 1)) - x in x's dtype
     levels    -- Richardson only: how many halved steps the extrapolation tableau uses (at least 2)
     vectorize -- None: try torch.func.vmap, fall back to a loop; True: vmap only; False: loop only
@@ -154,9 +163,9 @@ def estimate_jacobian(
     """
     _require_method(method)
     x = _input(x)
-    if method == "richardson" and (not isinstance(levels, int) or levels < 2):
-        raise CheckInputError(f"Richardson extrapolation needs levels >= 2 (got {levels!r}): it combines steps")
-    h0 = default_step(method, x.dtype).h0 if step is None else _relative_step(step)
+    if method == "richardson":
+        _require_levels(levels)
+    h0 = default_step(method, x.dtype, levels).h0 if step is None else _relative_step(step)
     evaluate = _Evaluator(f, x, vectorize, scalar=_scalar)
     error = None
     if method == "forward":
@@ -223,8 +232,9 @@ def _complex(evaluate: _Evaluator, x: torch.Tensor, h0: float) -> tuple[torch.Te
     complex_dtype = COMPLEX_OF.get(x.dtype)
     if complex_dtype is None:
         raise DtypeError(
-            f"the complex step needs a complex dtype for {dtype_name(x.dtype)}; torch has complex64 and "
-            f"complex128 (for float32, float64) but no complex bfloat16, and complex32 lacks most CPU ops"
+            f"the complex step needs a complex dtype for {dtype_name(x.dtype)}: complex64 and complex128 serve "
+            f"float32 and float64; torch.complex32 (for float16) exists but few ops support it (not even sin "
+            f"or exp on the CPU), and there is no complex bfloat16"
         )
     # The perturbation is purely imaginary, so it is representable whenever h itself is: no rounding
     # against x happens. h is still scaled with |x| for the same reason as the other methods.
@@ -336,6 +346,11 @@ def _relative_step(step: object) -> float:
     if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step) or step <= 0:
         raise CheckInputError(f"step must be a positive finite number (a relative step h0), got {step!r}")
     return float(step)
+
+
+def _require_levels(levels: object) -> None:
+    if isinstance(levels, bool) or not isinstance(levels, int) or levels < 2:
+        raise CheckInputError(f"Richardson extrapolation needs levels >= 2 (got {levels!r}): it combines steps")
 
 
 def _require_method(method: object) -> None:

@@ -193,8 +193,9 @@ def plan(
                 for estimator in methods:
                     if estimator == "complex" and to_dtype(name) not in COMPLEX_OF:
                         raise DtypeError(
-                            f"the complex step cannot run in {name}: torch has no complex type for it; plan "
-                            f"method='complex' for float32 or float64 only"
+                            f"the complex step cannot run in {name}: torch.complex32 (for float16) exists but "
+                            f"few ops support it, and there is no complex bfloat16; plan method='complex' for "
+                            f"float32 or float64 only"
                         )
                     allowed = (_adaptive_placeholder(name) if adaptive else
                                _tolerance_for(tolerance, name, lambda: _numerical_default(
@@ -219,7 +220,7 @@ def _numerical_default(
     with torch.no_grad():
         f_scale = float(torch.as_tensor(expectation.f(reference.clone())).abs().max())
     gradient_scale = float(expected.abs().max()) if expected.numel() else 0.0
-    h0 = default_step(method, resolved).h0 if step is None else step
+    h0 = default_step(method, resolved, levels).h0 if step is None else step
     finest = h0 / 2 ** (levels - 1) if method == "richardson" else h0
     x = reference.to(resolved)
     if method == "complex":

@@ -6,9 +6,12 @@ comes from running the estimators at build time.
 
 from __future__ import annotations
 
+import inspect
+import re
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -20,11 +23,16 @@ from .numerical import Method, default_step, estimate_gradient, machine_epsilon
 
 Function = Callable[[torch.Tensor], torch.Tensor]
 
-# Leading-order error model for f, f'', f''' of order 1: optimal step and the smallest error it reaches.
+# Leading-order error model for f and its derivatives of order 1: the optimal step and the model's error
+# there. That error is an order of magnitude, not a floor: single roundings can cancel, so a measured error
+# may fall below it. The complex step has no optimum, only a largest step: its truncation h²/6 stays below
+# its rounding ε while h ≤ √(6ε).
 THEORY = {
-    "forward": {"step": "√ε", "step_exponent": 1 / 2, "floor": "√ε", "floor_exponent": 1 / 2},
-    "central": {"step": "ε^(1/3)", "step_exponent": 1 / 3, "floor": "ε^(2/3)", "floor_exponent": 2 / 3},
-    "complex": {"step": "any h ≤ √ε", "step_exponent": 1 / 2, "floor": "ε", "floor_exponent": 1.0},
+    "forward": {"step": "√ε", "step_factor": 1.0, "step_exponent": 1 / 2, "error": "√ε", "error_exponent": 1 / 2},
+    "central": {"step": "ε^(1/3)", "step_factor": 1.0, "step_exponent": 1 / 3, "error": "ε^(2/3)",
+                "error_exponent": 2 / 3},
+    "complex": {"step": "any h ≤ √(6ε)", "step_factor": 6 ** 0.5, "step_exponent": 1 / 2, "error": "ε",
+                "error_exponent": 1.0},
 }
 
 
@@ -41,8 +49,8 @@ class Sweep:
 
     @property
     def best(self) -> tuple[float, float]:
-        """(step, error) where the measured error is smallest."""
-        index = min(range(len(self.errors)), key=self.errors.__getitem__)
+        """(step, error) where the measured error is smallest; of equal errors, the largest step."""
+        index = min(range(len(self.errors)), key=lambda i: (self.errors[i], -self.steps[i]))
         return self.steps[index], self.errors[index]
 
 
@@ -66,75 +74,114 @@ def sweep(f: Function, exact: float, x: float, dtype: str | torch.dtype, method:
 
 
 def theory(method: Method, dtype: str | torch.dtype) -> dict[str, float | str]:
-    """The theoretical optimal step and error floor for f of order 1, as formulas and numbers."""
+    """The model's optimal step (for the complex step: its largest useful step) and its error there, for f
+    of order 1, as formulas and numbers."""
     eps = machine_epsilon(to_dtype(dtype))
     rule = THEORY[method]
     return {
         "step_formula": rule["step"],
-        "step": eps ** rule["step_exponent"],
-        "floor_formula": rule["floor"],
-        "floor": eps ** rule["floor_exponent"],
+        "step": rule["step_factor"] * eps ** rule["step_exponent"],
+        "error_formula": rule["error"],
+        "error": eps ** rule["error_exponent"],
         "default_step": default_step(method, to_dtype(dtype)).h0,
     }
 
 
-def model_error(method: Method, dtype: str | torch.dtype, h: float, f0: float, f2: float, f3: float) -> float:
-    """Leading-order error at step h: rounding ε|f|/h plus truncation, with f's own derivatives at x."""
+def model_error(method: Method, dtype: str | torch.dtype, h: float, f0: float, f1: float, f2: float,
+                f3: float) -> float:
+    """Leading-order error at step h: rounding plus truncation, with f's own derivatives at x.
+
+    The differences round ε|f| and divide it by h; the complex step subtracts nothing, so it rounds only
+    the derivative itself, ε|f'|.
+    """
     eps = machine_epsilon(to_dtype(dtype))
     if method == "forward":
         return eps * abs(f0) / h + h * abs(f2) / 2
     if method == "central":
         return eps * abs(f0) / h + h * h * abs(f3) / 6
-    return eps * abs(f0) + h * h * abs(f3) / 6
+    return eps * abs(f1) + h * h * abs(f3) / 6
 
 
-def error_plot(sweeps: Sequence[Sweep], derivatives: tuple[float, float, float]):
-    """One log-log panel per dtype: measured error per method, the model, optimal step, floor, chosen step.
+MARKERS = {"forward": ("o", "tab:blue", "full"), "central": ("s", "tab:orange", "none"),
+           "complex": ("^", "tab:green", "none")}
 
-    derivatives -- (f(x), f''(x), f'''(x)) for the model curves. A measured error of exactly 0 cannot be
-    drawn on a log axis; it is drawn at ε/2 and the legend says so.
+
+def error_plot(sweeps: Sequence[Sweep], derivatives: tuple[float, float, float, float]):
+    """One log-log panel per dtype, one above the other: measured error per method, the model, the
+    optimal step, the model's error there, and the chosen step.
+
+    derivatives -- (f(x), f'(x), f''(x), f'''(x)) for the model curves. An error of exactly 0 cannot be
+    drawn on a log axis: it is drawn as a downward triangle on the panel's bottom edge, below every other
+    error, and the legend says so. Every other error is drawn where it is. Marker shapes differ per method
+    (filled circles, hollow squares, hollow triangles) so a series under another still shows.
     """
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import LogLocator
 
     dtypes = list(dict.fromkeys(s.dtype for s in sweeps))
-    colours = {"forward": "tab:blue", "central": "tab:orange", "complex": "tab:green"}
-    fig, axes = plt.subplots(2, (len(dtypes) + 1) // 2, figsize=(10, 7.5), squeeze=False)
-    for axis, dtype in zip(axes.flat, dtypes):
-        eps = machine_epsilon(to_dtype(dtype))
-        for item in (s for s in sweeps if s.dtype == dtype):
-            colour = colours[item.method]
-            shown = [max(e, eps / 2) for e in item.errors]
-            axis.loglog(item.steps, shown, "o", ms=3, color=colour, label=f"{item.method}: measured (0 drawn at ε/2)")
-            grid = sorted(item.steps)
-            axis.loglog(grid, [model_error(item.method, dtype, h, *derivatives) for h in grid], "-",
-                        lw=1, color=colour, alpha=0.6)
-            rule = theory(item.method, dtype)
-            if item.method != "complex":
-                axis.axvline(rule["step"], color=colour, ls=":", lw=1)
-            axis.axhline(rule["floor"], color=colour, ls="--", lw=0.8, alpha=0.7)
-            step, error = item.chosen
-            axis.loglog([step], [max(error, eps / 2)], "*", ms=13, color=colour, mec="black")
-        axis.set_title(f"{dtype} (ε = {eps:.2g})")
-        axis.set_xlabel("step h")
-        axis.set_ylabel("|estimate − f'(x)|")
-        axis.grid(True, which="major", alpha=0.3)
-    for axis in list(axes.flat)[len(dtypes):]:
-        axis.set_visible(False)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    from matplotlib.lines import Line2D
-
-    extra = [Line2D([], [], color="grey", lw=1), Line2D([], [], color="grey", ls=":"),
-             Line2D([], [], color="grey", ls="--"), Line2D([], [], marker="*", ls="", color="grey", mec="black", ms=11)]
-    fig.legend(handles + extra, labels + ["model ε|f|/h + truncation", "theoretical optimal step",
-                                           "theoretical error floor", "chosen (default) step"],
-               loc="lower center", ncol=4, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    # 3.6 inches wide with 12 pt text: on a 390 px phone the figure is shown at about its natural size, so
+    # its text is as large as the caption's (16 px); on a wide screen it keeps that size.
+    legend_height = 2.2
+    with plt.rc_context({"font.size": 12, "axes.titlesize": 12, "legend.fontsize": 12}):
+        fig, axes = plt.subplots(len(dtypes), 1, figsize=(3.6, 2.9 * len(dtypes) + legend_height),
+                                 squeeze=False)
+        handles: dict[str, Line2D] = {}
+        for axis, dtype in zip(axes[:, 0], dtypes):
+            eps = machine_epsilon(to_dtype(dtype))
+            panel = [s for s in sweeps if s.dtype == dtype]
+            positive = [e for s in panel for e in (*s.errors, s.chosen[1]) if e > 0]
+            bottom = min(positive) / 10
+            for item in panel:
+                marker, colour, fill = MARKERS[item.method]
+                drawn = [(h, e) for h, e in zip(item.steps, item.errors) if e > 0]
+                zeros = [h for h, e in zip(item.steps, item.errors) if e == 0]
+                handles[f"{item.method}: measured"] = axis.loglog(
+                    [h for h, _ in drawn], [e for _, e in drawn], marker, ls="", ms=5, color=colour,
+                    fillstyle=fill, mew=1.2)[0]
+                if zeros:
+                    axis.loglog(zeros, [bottom] * len(zeros), "v", ms=6, color=colour, clip_on=False)
+                    handles["exactly 0 (drawn at the bottom)"] = Line2D([], [], marker="v", ls="", ms=6,
+                                                                        color="grey")
+                grid = sorted(item.steps)
+                axis.loglog(grid, [model_error(item.method, dtype, h, *derivatives) for h in grid], "-",
+                            lw=1, color=colour, alpha=0.6)
+                rule = theory(item.method, dtype)
+                axis.axvline(rule["step"], color=colour, ls=":", lw=1.2)
+                axis.axhline(rule["error"], color=colour, ls="--", lw=1, alpha=0.7)
+                step, error = item.chosen
+                axis.loglog([step], [error if error > 0 else bottom], "*", ms=14, color=colour, mec="black")
+            axis.set_ylim(bottom=bottom)
+            axis.xaxis.set_major_locator(LogLocator(base=10, numticks=5))
+            axis.yaxis.set_major_locator(LogLocator(base=10, numticks=5))
+            axis.set_title(f"{dtype} (ε = {eps:.2g})")
+            axis.set_xlabel("step h")
+            axis.set_ylabel("|estimate − f′(x)|")
+            axis.grid(True, which="major", alpha=0.3)
+        grey = {"color": "grey"}
+        handles.update({
+            "model: rounding + truncation": Line2D([], [], lw=1, **grey),
+            "optimal step (complex: largest)": Line2D([], [], ls=":", lw=1.2, **grey),
+            "model's error at that step": Line2D([], [], ls="--", **grey),
+            "default step (chosen)": Line2D([], [], marker="*", ls="", mec="black", ms=12, **grey),
+        })
+        # Above the panels, so that no entry covers a point.
+        fig.legend(handles.values(), handles.keys(), loc="upper left", ncol=1, frameon=False,
+                   handletextpad=0.4, borderaxespad=0.1)
+        fig.tight_layout(rect=(0, 0, 1, 1 - legend_height / fig.get_figheight()))
     return fig
+
+
+# gradcheck's own defaults, read from its signature so the table states what really ran.
+GRADCHECK_DEFAULTS = {name: parameter.default for name, parameter in
+                      inspect.signature(torch.autograd.gradcheck).parameters.items() if name in ("eps", "atol", "rtol")}
 
 
 @dataclass(frozen=True)
 class GradcheckOutcome:
-    """What torch.autograd.gradcheck did: passed or not, its message, its warnings, and how long it took."""
+    """What torch.autograd.gradcheck did: passed or not, its message, its warnings, how long it took, and,
+    when it failed, the Jacobians it printed (flattened; in fast mode, the slow-mode recomputation it adds).
+    """
 
     dtype: str
     fast_mode: bool
@@ -142,12 +189,27 @@ class GradcheckOutcome:
     message: str
     warnings: tuple[str, ...]
     seconds: float
+    atol: float
+    rtol: float
+    analytical: tuple[float, ...] = ()
+    numerical: tuple[float, ...] = ()
+
+    def worst(self) -> dict[str, object] | None:
+        """The element furthest outside gradcheck's allowance |a - n| <= atol + rtol·|n| (torch.allclose of
+        analytical a and numerical n), with both values; None when gradcheck printed no Jacobians."""
+        if not self.analytical or len(self.analytical) != len(self.numerical):
+            return None
+        rows = [{"element": index, "analytical": a, "numerical": n, "difference": abs(a - n),
+                 "allowed": self.atol + self.rtol * abs(n)}
+                for index, (a, n) in enumerate(zip(self.analytical, self.numerical))]
+        return max(rows, key=lambda row: row["difference"] - row["allowed"])
 
 
-def run_gradcheck(f: Function, x: torch.Tensor, *, fast_mode: bool = False, **options: object) -> GradcheckOutcome:
+def run_gradcheck(f: Function, x: torch.Tensor, *, fast_mode: bool = False, **options: float) -> GradcheckOutcome:
     """torch.autograd.gradcheck(f, (x,)) with its defaults unless given; a mismatch is an outcome, not a crash."""
     point = x.detach().clone().requires_grad_(True)
-    with warnings.catch_warnings(record=True) as caught:
+    used = {**GRADCHECK_DEFAULTS, **options}
+    with warnings.catch_warnings(record=True) as caught, _printed_in_full():
         warnings.simplefilter("always")
         start = time.perf_counter()
         try:
@@ -157,4 +219,39 @@ def run_gradcheck(f: Function, x: torch.Tensor, *, fast_mode: bool = False, **op
             passed, message = False, str(error).strip()
         seconds = time.perf_counter() - start
     found = tuple(dict.fromkeys(str(w.message).strip() for w in caught))
-    return GradcheckOutcome(dtype_name(x.dtype), fast_mode, passed, message, found, seconds)
+    analytical, numerical = _printed_jacobians(message, fast_mode)
+    return GradcheckOutcome(dtype_name(x.dtype), fast_mode, passed, message, found, seconds,
+                            float(used["atol"]), float(used["rtol"]), analytical, numerical)
+
+
+@contextmanager
+def _printed_in_full() -> Iterator[None]:
+    # gradcheck prints its Jacobians with torch's print options: 4 decimals by default, too few to show
+    # by how much they differ. 17 significant digits round-trip a float64.
+    saved = {name: getattr(torch._tensor_str.PRINT_OPTS, name) for name in ("precision", "sci_mode")}
+    torch.set_printoptions(precision=17, sci_mode=True)
+    try:
+        yield
+    finally:
+        torch.set_printoptions(**saved)
+
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?|nan|[-+]?inf")
+
+
+def _printed_jacobians(message: str, fast_mode: bool) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The numerical and analytical Jacobians in gradcheck's failure message, flattened.
+
+    Slow mode prints them after "numerical:" and "analytical:"; fast mode prints two projections there and
+    the full Jacobians, recomputed in slow mode, after "Numerical:" and "Analytical:".
+    """
+    labels = ("Numerical:", "Analytical:") if fast_mode else ("numerical:", "analytical:")
+    if labels[0] not in message or labels[1] not in message:
+        return (), ()
+    numerical_text = message.split(labels[0], 1)[1].split(labels[1], 1)[0]
+    analytical_text = message.split(labels[1], 1)[1].split("\n\n", 1)[0]
+
+    def numbers(text: str) -> tuple[float, ...]:
+        return tuple(float(item) for item in _NUMBER.findall(re.sub(r"dtype=torch\.\w+", "", text)))
+
+    return numbers(analytical_text), numbers(numerical_text)

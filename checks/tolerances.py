@@ -113,14 +113,14 @@ def numerical_tolerance(
     f_scale          -- |f(x)|: rounding each evaluation costs about ε·|f|, divided by h in the quotient
     gradient_scale   -- |f'(x)|: the complex step rounds relative to the derivative itself
     derivative_scale -- the size of the derivative that sets the truncation error (f'' for forward,
-                        f''' for central and complex step, f⁽⁵⁾ for Richardson); 1 when unknown
+                        f''' for central and complex step, f^(2·levels+1) for Richardson); 1 when unknown
     levels           -- Richardson only: the tableau's levels; its finest default step is h0 / 2^(levels-1)
     safety           -- the factor between the leading-order error and the allowance
 
     atol = safety · (rounding + truncation); rtol = 2ε covers the estimate being rounded to dtype.
     """
     resolved = to_dtype(dtype)
-    rule = default_step(method, resolved)  # also refuses an unknown method
+    rule = default_step(method, resolved, levels)  # also refuses an unknown method
     eps = machine_epsilon(resolved)
     finest = rule.h0 / 2 ** (levels - 1) if method == "richardson" else rule.h0
     h = finest if step is None else float(step)
@@ -135,7 +135,9 @@ def numerical_tolerance(
         "central": (eps * f_scale / h, h**2 * derivative_scale / 6, "ε|f|/h + h²|f'''|/6"),
         # No subtraction in the complex step: rounding is relative to the derivative, not to f/h.
         "complex": (eps * gradient_scale, h**2 * derivative_scale / 6, "ε|f'| + h²|f'''|/6"),
-        "richardson": (eps * f_scale / h, h**4 * derivative_scale, "ε|f|/h + h⁴|f⁽⁵⁾|"),
+        # levels central differences remove h², ..., h^(2·levels-2): what is left is of order h^(2·levels).
+        "richardson": (eps * f_scale / h, h ** (2 * levels) * derivative_scale,
+                       f"ε|f|/h + h^{2 * levels}·|f^({2 * levels + 1})|"),
     }[method]
     atol = safety * (rounding + truncation)
     name = dtype_name(resolved)
