@@ -213,6 +213,9 @@ def table_html(frame: pd.DataFrame) -> str:
     It scrolls sideways inside its own box: its error texts make it wider than a phone, and the page
     itself must never scroll sideways (the style is inline so the table needs no stylesheet).
     """
+    # The verdict first: on a phone the rest of the row scrolls, the verdict stays in view.
+    first = [column for column in frame.columns if column == "verdict"]
+    frame = frame[first + [column for column in frame.columns if column != "verdict"]]
     table = frame.to_html(index=False, classes="checks-passes", border=0, justify="left")
     return f'<div class="checks-passes-scroll" style="overflow-x: auto; max-width: 100%;">{table}</div>'
 
