@@ -160,7 +160,8 @@ def _row(record: Record, keys: Sequence[str], layout: Sequence[tuple[str, tuple[
 def _cell(record: Record, keys: Sequence[str], heading: str, fields: tuple[str, ...]) -> str:
     wanted = [key for key in fields if key in keys]
     if fields == ("verdict",):
-        text = html.escape(cell_text("verdict", record))
+        word, note = record.verdict, cell_text("verdict", record).removeprefix(record.verdict)
+        text = html.escape(word) + (f'<span class="checks-verdict-note">{html.escape(note)}</span>' if note else "")
         if record.executed and not record.passed:
             text = f'<a href="#{html.escape(failure_anchor(record))}">{text}</a>'
         return f'<td class="checks-verdict" data-field="verdict">{text}</td>'
@@ -208,7 +209,7 @@ def tolerance_words(tolerance: dict[str, Any]) -> str:
 # is a click away. Mismatched elements are marked, and listed by index under it.
 FOLD_ABOVE = 6
 ENDS = 3
-LISTED_MISMATCHES = 8
+LISTED_MISMATCHES = 5
 
 
 def _flat(value: Any, index: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], Any]]:

@@ -34,8 +34,7 @@ COLUMNS = {
     "device": "device",
     "analytical_gradient": "expected",
     "observed_gradient": "observed",
-    "abs_error": "abs error",
-    "rel_error": "rel error",
+    "abs_error": "error",
     "tolerance": "allowed",
 }
 # Columns the reader filters by, with a pane of their values and counts above the table.
@@ -186,14 +185,13 @@ def _ledger_cell(key: str, item: Entry, record: Record, link: Callable[[Entry], 
         text = item["how"] + (f" ({item['method']})" if item.get("method") else "")
         return f'<td class="checks-how" title="{html.escape(HOW_WORDS.get(item["how"], item["how"]))}">{html.escape(text)}</td>'
     if key in ("analytical_gradient", "observed_gradient"):
-        bad = mismatched_indices(record)
-        expected = record.analytical_gradient if key == "observed_gradient" else None
+        # Mismatched elements are marked; their list by index is on the chapter's page, a click away.
         # Sorting and searching read the value's text, not the folded markup.
         return (f'<td class="checks-{key}" data-order="{html.escape(cell_text(key, record))}">'
-                f"{vector_html(getattr(record, key), bad, expected)}</td>")
-    if key in ("abs_error", "rel_error"):
-        value = getattr(record, key)
-        return f'<td class="checks-{key}" data-order="{"" if value is None else value}">{html.escape(cell_text(key, record))}</td>'
+                f"{vector_html(getattr(record, key), mismatched_indices(record))}</td>")
+    if key == "abs_error":
+        return (f'<td class="checks-abs_error-rel_error" data-order="{record.abs_error}">abs '
+                f"{html.escape(cell_text('abs_error', record))}<br>rel {html.escape(cell_text('rel_error', record))}</td>")
     return f'<td class="checks-{key}">{html.escape(cell_text(key, record))}</td>'
 
 

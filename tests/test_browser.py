@@ -347,8 +347,9 @@ MEASURE_JS = """() => {
     }
 
     const text = [];
-    for (const table of tables) {
-        for (const element of [table, ...table.querySelectorAll("*")]) {
+    const boxes = [...tables, ...document.querySelectorAll("article.bd-article :is(div.checks-failure, div.checks-ledger-summary, details.checks-tolerances)")];
+    for (const box of boxes) {
+        for (const element of [box, ...box.querySelectorAll("*")]) {
             if (![...element.childNodes].some(node => node.nodeType === 3 && node.textContent.trim()) || !visible(element)) continue;
             const back = background(element);
             const ratio = contrast(over(parse(getComputedStyle(element).color), back), back);
@@ -420,7 +421,7 @@ def test_no_table_overflows_its_column_without_a_scroll_cue_and_a_fixed_first_co
     assert not wide, wide
 
 
-def test_every_table_s_text_has_enough_contrast_in_both_themes(views) -> None:
+def test_the_text_of_every_table_and_failure_record_has_enough_contrast_in_both_themes(views) -> None:
     low = {f"{name} at {width} px, {theme}": [f"{item['text']!r}: {item['ratio']:.2f}" for item in found["text"]
                                               if item["ratio"] < CONTRAST]
            for (name, width, theme), found in views.items()}
