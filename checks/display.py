@@ -176,7 +176,9 @@ def _cell(record: Record, keys: Sequence[str], heading: str, fields: tuple[str, 
             content = vector_html(getattr(record, key), mismatched_indices(record), expected)
         return f'<td class="checks-{key}">{field(key, content)}</td>'
     joiner = " · " if heading.startswith("shape") else "<br>"
-    content = joiner.join(field(key, _label(key) + html.escape(cell_text(key, record))) for key in wanted)
+    # A label stays with its number (no-break spaces); the cell may wrap between them.
+    content = joiner.join(field(key, (_label(key) + html.escape(cell_text(key, record))).replace(" ", "\u00a0")
+                                .replace(",\u00a0", ", ")) for key in wanted)
     return f'<td class="checks-{"-".join(wanted)}">{content}</td>'
 
 
