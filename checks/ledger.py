@@ -210,7 +210,7 @@ def _table_script(table_library: str) -> str:
         "lengthMenu": [10, 25, 50, 100, 500],
         "autoWidth": False,
         "layout": {"top1": {"searchPanes": {"columns": [columns.index(key) for key in FILTERS],
-                                            "cascadePanes": True, "viewTotal": True, "initCollapsed": False,
+                                            "cascadePanes": True, "viewTotal": True,
                                             "layout": "columns-5"}}},
         "language": {"searchPanes": {"title": {"_": "%d filters active", "0": "Filter by outcome, chapter, how, "
                                                                              "dtype or device", "1": "1 filter active"}}},
@@ -220,7 +220,10 @@ def _table_script(table_library: str) -> str:
     }
     return (f'<link rel="stylesheet" href="{html.escape(table_library.removesuffix(".js") + ".css")}">'
             f'<script type="module">import DataTable from "{html.escape(table_library)}";\n'
-            f'new DataTable("table.checks-ledger", {json.dumps(options)});</script>')
+            f"const options = {json.dumps(options)};\n"
+            # On a phone the panes start folded (five of them would fill the screen before the table).
+            f'options.layout.top1.searchPanes.initCollapsed = matchMedia("(max-width: 768px)").matches;\n'
+            f'new DataTable("table.checks-ledger", options);</script>')
 
 
 def _slug(outcome: str) -> str:
