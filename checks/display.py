@@ -176,9 +176,11 @@ def _cell(record: Record, keys: Sequence[str], heading: str, fields: tuple[str, 
             content = vector_html(getattr(record, key), mismatched_indices(record), expected)
         return f'<td class="checks-{key}">{field(key, content)}</td>'
     joiner = " · " if heading.startswith("shape") else "<br>"
-    # A label stays with its number (no-break spaces); the cell may wrap between them.
-    content = joiner.join(field(key, (_label(key) + html.escape(cell_text(key, record))).replace(" ", "\u00a0")
-                                .replace(",\u00a0", ", ")) for key in wanted)
+    # A number stays whole with its label ("abs 2.49e-08" would break at its hyphen); a line may break
+    # between "rtol …," and "atol …".
+    content = joiner.join(field(key, ", ".join(f'<span class="checks-nowrap">{html.escape(piece)}</span>'
+                                               for piece in (_label(key) + cell_text(key, record)).split(", ")))
+                          for key in wanted)
     return f'<td class="checks-{"-".join(wanted)}">{content}</td>'
 
 
