@@ -13,25 +13,27 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 TEXT_SIZE_KEY = "checks-smallest-text"
-# A panel 4.8 in wide at 100 dpi is 480 px: on a 390 px phone column (about 350 px) it shrinks to ~0.7,
-# so 13 pt text (18 px) renders at ~13 px, the caption's size there. Multi-panel figures: stack panels
-# (one column) rather than shrinking four of them into a phone's width.
+# On a 390 px phone the text column is about 342 px wide and a caption's text 16 px. A panel 3.6 in wide at
+# 100 dpi (about 370 px with a tight bounding box) shrinks to ~0.92 there, so 13 pt (18 px) renders at
+# ~16.7 px. Multi-panel figures: stack the panels (one column, each this size) rather than shrinking four
+# of them into a phone's width. Constrained layout keeps labels and legends inside the figure.
 STYLE = {
-    "figure.figsize": (4.8, 3.2),
+    "figure.figsize": (3.6, 2.7),
     "figure.dpi": 100,
+    "figure.constrained_layout.use": True,
     "font.size": 13,
     "axes.titlesize": 13,
     "axes.labelsize": 13,
-    "xtick.labelsize": 12,
-    "ytick.labelsize": 12,
-    "legend.fontsize": 12,
+    "xtick.labelsize": 13,
+    "ytick.labelsize": 13,
+    "legend.fontsize": 13,
     "legend.loc": "best",
-    "lines.markersize": 6,
 }
 
 
 def smallest_text_points(figure: Figure) -> float:
     """The size, in points, of the smallest visible text drawn in the figure."""
+    figure.draw_without_rendering()  # tick labels get their text only when the figure is drawn
     sizes = [text.get_fontsize() for text in figure.findobj(Text) if text.get_visible() and text.get_text().strip()]
     return min(sizes) if sizes else float("inf")
 
@@ -45,6 +47,12 @@ def png(figure: Figure) -> str:
                         metadata={TEXT_SIZE_KEY: f"{smallest_text_points(figure):g} pt at {figure.dpi:g} dpi"})
 
 
+def recorded_text_size(recorded: str) -> tuple[float, float]:
+    """(points, dpi) from what png() records, '<points> pt at <dpi> dpi'."""
+    points, _, _, dpi, _ = recorded.split()
+    return float(points), float(dpi)
+
+
 def use() -> None:
     """Apply STYLE and have the running notebook show figures through png()."""
     mpl.rcParams.update(STYLE)
@@ -52,4 +60,9 @@ def use() -> None:
 
     shell = get_ipython()
     if shell is not None:
+        # The inline backend registers its own PNG formatter when pyplot first resolves the backend (at the
+        # first figure): resolve it now, so that this registration comes last.
+        import matplotlib.pyplot as plt
+
+        plt.close(plt.figure())
         shell.display_formatter.formatters["image/png"].for_type(Figure, png)

@@ -434,14 +434,11 @@ def _smallest_text(book_html: Path, src: str) -> tuple[float, float] | None:
     """(points, dpi) of a figure's smallest text, as checks.figures records it in the PNG; None if not."""
     from PIL import Image
 
-    from checks.figures import TEXT_SIZE_KEY
+    from checks.figures import TEXT_SIZE_KEY, recorded_text_size
 
     with Image.open(book_html / unquote(urlsplit(src).path).lstrip("/")) as image:
         recorded = getattr(image, "text", {}).get(TEXT_SIZE_KEY)
-    if recorded is None:
-        return None
-    points, _, dpi, _ = recorded.split()
-    return float(points), float(dpi)
+    return None if recorded is None else recorded_text_size(recorded)
 
 
 @pytest.mark.xfail(strict=True, reason="the chapters' figures predate checks.figures (issue-12-chapters and "
