@@ -154,7 +154,9 @@ def _row(record: Record, keys: Sequence[str], layout: Sequence[tuple[str, tuple[
     # collide with the results on the same page).
     anchor = f' id="{html.escape(record.id)}"' if record.executed else ""
     cells = "".join(_cell(record, keys, heading, fields) for heading, fields in layout)
-    return f'<tr{anchor} class="checks-{record.verdict}">{cells}</tr>'
+    # The outcome's class tells a demonstration (an expected failure) from a problem (an unexpected pass).
+    outcome = record.outcome.replace(" ", "-")
+    return f'<tr{anchor} class="checks-{record.verdict} checks-outcome-{outcome}">{cells}</tr>'
 
 
 def _cell(record: Record, keys: Sequence[str], heading: str, fields: tuple[str, ...]) -> str:
