@@ -129,8 +129,9 @@ class CheckReport:
         import pandas as pd
 
         return pd.DataFrame([
-            {"output": e.output, "input": e.input, "autograd": e.autograd, "numerical": e.numerical,
-             "error estimate": e.error_estimate, "allowed": e.allowed, "verdict": e.verdict,
+            # The verdict first: on a phone the rest of the row scrolls, the verdict stays in view.
+            {"verdict": e.verdict, "output": e.output, "input": e.input, "autograd": e.autograd,
+             "numerical": e.numerical, "error estimate": e.error_estimate, "allowed": e.allowed,
              "dtype": self.dtype, "device": self.device, "mode": self.mode}
             for e in self.elements()
         ])

@@ -24,6 +24,12 @@ class Comparison:
     message: str
 
 
+def beyond_tolerance(observed: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> torch.Tensor:
+    """Where |observed - expected| > atol + rtol * |expected|; a NaN observed is always beyond."""
+    difference = (observed - expected).abs()
+    return torch.isnan(difference) | (difference > atol + rtol * expected.abs())
+
+
 def compare(observed: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> Comparison:
     """Elementwise |observed - expected| <= atol + rtol * |expected|, in float64 on the CPU."""
     observed = observed.detach().cpu().to(torch.float64)
@@ -35,8 +41,7 @@ def compare(observed: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance
     difference = (observed - expected).abs()
     # NaN in observed counts as a mismatch of infinite size, never as a pass.
     difference = torch.where(torch.isnan(difference), torch.full_like(difference, float("inf")), difference)
-    allowed = tolerance.atol + tolerance.rtol * expected.abs()
-    bad = difference > allowed
+    bad = beyond_tolerance(observed, expected, tolerance.rtol, tolerance.atol)
     relative = difference / expected.abs()
     relative = torch.where(difference == 0, torch.zeros_like(relative), relative)
     flat_worst = int(difference.reshape(-1).argmax()) if difference.numel() else 0

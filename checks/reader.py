@@ -26,6 +26,7 @@ from sphinx.ext.mathjax import MATHJAX_URL
 from sphinx.util.fileutil import copy_asset
 
 from .devices import available_devices, device_name
+from .environment import environment
 
 LINE_CLASS = "checks-build-environment"
 MATHJAX_FOLDER = "mathjax"
@@ -39,8 +40,11 @@ def environment_line(devices: list[str] | None = None) -> str:
     """One sentence naming Python, torch and each device the checks ran on, with its hardware."""
     present = available_devices() if devices is None else devices
     hardware = ", ".join(f"{device} ({device_name(device)})" for device in present)
+    # The settings every record of the page shares; a failed check's record repeats only what differs.
+    shared = environment(seed=0)
     return (f"Numbers on this page were computed when the book was built, with Python "
-            f"{platform.python_version()} and PyTorch {torch.__version__}, on {hardware}.")
+            f"{platform.python_version()} and PyTorch {torch.__version__} (default dtype "
+            f"{shared['default_dtype']}) under {shared['os']}, on {hardware}.")
 
 
 def environment_html(line: str) -> str:

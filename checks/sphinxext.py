@@ -13,6 +13,7 @@ pages are written, and ledger.json is written beside the site's index.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import posixpath
 import re
@@ -150,7 +151,8 @@ def _place_ledger(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     def link(item: ledger.Entry) -> str:
         return f"{app.builder.get_relative_uri(docname, target[item['page']])}#{item['anchor']}"
 
-    table = ledger.ledger_html(entries(app), link=link, json_href=posixpath.relpath(ledger.LEDGER_JSON, here or "."))
+    table = ledger.ledger_html(entries(app), link=link, json_href=posixpath.relpath(ledger.LEDGER_JSON, here or "."),
+                               table_library=posixpath.relpath(f"_static/{TABLE_LIBRARY}", here or "."))
     for placeholder in placeholders:
         placeholder.replace_self(nodes.raw("", table, format="html"))
 
@@ -158,6 +160,22 @@ def _place_ledger(app: Sphinx, doctree: nodes.document, docname: str) -> None:
 def _write_json(app: Sphinx, exception: Exception | None) -> None:
     if exception is None and app.builder.format == "html":
         (Path(app.outdir) / ledger.LEDGER_JSON).write_text(ledger.to_json(entries(app)), encoding="utf-8")
+
+
+# DataTables (with SearchPanes) as the itables package ships it: one ES module and its stylesheet, copied
+# into the site so the ledger filters and sorts offline.
+TABLE_LIBRARY = "itables/dt_bundle.js"
+
+
+def _copy_table_library(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or not isinstance(app.builder, StandaloneHTMLBuilder):
+        return
+    # Only the package's files are needed: find them without importing it.
+    source = Path(importlib.util.find_spec("itables").submodule_search_locations[0]) / "html"
+    target = Path(app.outdir, "_static", TABLE_LIBRARY).parent
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("dt_bundle.js", "dt_bundle.css"):
+        copy_asset(source / name, target)
 
 
 def _refresh_static(app: Sphinx, exception: Exception | None) -> None:
@@ -190,4 +208,5 @@ def setup(app: Sphinx) -> dict:
     app.connect("doctree-resolved", _place_ledger)
     app.connect("build-finished", _write_json)
     app.connect("build-finished", _refresh_static)
+    app.connect("build-finished", _copy_table_library)
     return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True, "env_version": 2}

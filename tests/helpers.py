@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
 from bs4 import BeautifulSoup
 
-from checks.display import RECORDS_MIME
+from checks.display import HEADINGS, RECORDS_MIME
 
 
 def page(book_html: Path, name: str) -> BeautifulSoup:
@@ -15,11 +16,25 @@ def page(book_html: Path, name: str) -> BeautifulSoup:
 
 
 def tables(soup: BeautifulSoup) -> list[list[dict[str, str]]]:
-    """Every check table on the page as rows of {column heading: cell text}."""
+    """Every check table on the page as rows of {field's heading: text}, from the fields' data-field marks.
+
+    A table folds fields into shared cells (shape · dtype · device) and under the check's name; each field
+    is marked with its key, read back under its old heading (checks.display.HEADINGS). A folded vector
+    reads as the whole value.
+    """
     found = []
-    for table in soup.select("table.checks-table"):
-        headings = [th.get_text(strip=True) for th in table.select("thead th")]
-        rows = [dict(zip(headings, (td.get_text(strip=True) for td in tr.find_all("td")))) for tr in table.select("tbody tr")]
+    for table in soup.select("table.checks-table:not(.checks-ledger)"):
+        rows = []
+        for tr in table.select("tbody tr"):
+            row = {}
+            for element in tr.select("[data-field]"):
+                whole = element.select_one("details.checks-vector")
+                if whole is not None:
+                    whole = copy.copy(whole)
+                    whole.summary.decompose()
+                text = (whole or element).get_text()
+                row[HEADINGS.get(element["data-field"], element["data-field"])] = " ".join(text.split())
+            rows.append(row)
         found.append(rows)
     return found
 
