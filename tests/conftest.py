@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+# One browser and one local server for every module that reads the site in chromium.
+from .browser import browser, site, tab  # noqa: F401 (fixtures)
+
 ROOT = Path(__file__).resolve().parents[1]
 # The command a reader runs, from the environment running the tests.
 JUPYTER_BOOK = str(Path(sys.executable).with_name("jupyter-book"))
@@ -38,3 +41,4 @@ def book_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if reuse:
         return Path(reuse)
     return build_book(tmp_path_factory.mktemp("book"))
+

@@ -11,11 +11,11 @@ import pytest
 import torch
 
 import checks
-from checks.precision import GRADCHECK_DEFAULTS, Sweep, error_plot, theory
+from checks.precision import GRADCHECK_DEFAULTS, Sweep, error_plot
 from checks.tolerances import NUMERICAL_SAFETY
 
 from .helpers import embedded_records, main_text, page, table_of_class
-from .test_browser import PHONE, _open, browser, site, tab  # noqa: F401 (fixtures)
+from .browser import PHONE, _open
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 
