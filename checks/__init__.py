@@ -4,7 +4,16 @@ Data flows one way: an Expectation is written first -> plan() lays out the check
 -> Plan.run() executes them on each device and dtype -> Records -> tables on the page, and the ledger.
 """
 
-from .checker import CheckReport, Element, check_jacobian
+from .checker import (
+    CheckReport,
+    Element,
+    GradientMismatchError,
+    InconclusiveGradientError,
+    assert_gradients,
+    assert_module_gradients,
+    check_jacobian,
+    check_module,
+)
 from .devices import available_devices, detected_devices
 from .errors import (
     CheckInputError,
@@ -41,6 +50,8 @@ __all__ = [
     "DtypeError",
     "Element",
     "Estimate",
+    "GradientMismatchError",
+    "InconclusiveGradientError",
     "Expectation",
     "NaNInputError",
     "NonScalarOutputError",
@@ -55,8 +66,11 @@ __all__ = [
     "Tolerance",
     "ToleranceChange",
     "ToleranceChangeError",
+    "assert_gradients",
+    "assert_module_gradients",
     "available_devices",
     "check_jacobian",
+    "check_module",
     "default_tolerance",
     "detected_devices",
     "dump_records",

@@ -118,10 +118,6 @@ class Element:
     def difference(self) -> float:
         return abs(self.autograd - self.numerical)
 
-    @property
-    def where(self) -> str:
-        return f"input `{self.argument}`, element {self.index}, output element {self.output}"
-
 
 @dataclass(frozen=True, eq=False)
 class CheckReport:
@@ -250,38 +246,58 @@ class CheckReport:
         return (f"{state}{kinks} ({self.mode} mode, {self.dtype}, {self.device}, "
                 f"{self.evaluations} evaluations of f)")
 
+    def output_index(self, row: int) -> tuple[int, ...]:
+        """The multi-index in f's output of a Jacobian row (flat for tuple outputs)."""
+        if not self.output_shape:
+            return ()
+        return tuple(int(i) for i in torch.unravel_index(torch.tensor(row), self.output_shape))
+
+    def where(self, element: Element) -> str:
+        return f"input `{element.argument}`, element {element.index}, output {self.output_index(element.output)}"
+
     def message(self, limit: int = 4) -> str:
         """A torch.testing.assert_close-style account: what differed, where, by how much, what was allowed."""
         total = self.autograd.numel()
-        arguments = ", ".join(f"`{a.name}` {list(a.shape)}" for a in self.arguments)
+        signature = f"f({', '.join(a.name for a in self.arguments)})"
         how = {"reverse": "torch.func.jacrev (reverse mode)", "forward": "torch.func.jacfwd (forward mode)"}[self.mode]
         if self.mode == "reverse" and self.note:
             how = "torch.autograd.functional.jacobian (reverse mode)"
-        lines = [f"Gradient check {self.outcome.upper()} for f({arguments}) in {self.dtype} on {self.device}."]
-        wrong = [e for e in self.elements() if e.verdict == "fail"]
-        unsure = [e for e in self.elements() if e.verdict == "inconclusive"]
+        elements = self.elements()
+        wrong = [e for e in elements if e.verdict == "fail"]
+        unsure = [e for e in elements if e.verdict == "inconclusive"]
+        head = {"fail": "are not close!", "inconclusive": "could not be judged!", "pass": "are close."}
+        lines = [f"Gradients of {signature} {head[self.outcome]} ({self.dtype}, {self.device})", ""]
         if wrong:
-            relative = [e.difference / max(abs(e.numerical), 1e-300) for e in wrong]
+            def relative(e: Element) -> float:
+                return e.difference / abs(e.numerical) if e.numerical else float("inf")
+
+            absolute, worst_relative = max(wrong, key=lambda e: e.difference), max(wrong, key=relative)
             lines += [
                 f"Mismatched elements: {len(wrong)} / {total} ({100 * len(wrong) / total:.1f}%)",
-                f"Greatest absolute difference: {max(e.difference for e in wrong):.3g} "
-                f"(largest relative {max(relative):.3g})",
-                "Worst first:",
+                f"Greatest absolute difference: {absolute.difference:.3g} at {self.where(absolute)} "
+                f"(up to {absolute.allowed:.3g} allowed)",
+                f"Greatest relative difference: {relative(worst_relative):.3g} at {self.where(worst_relative)} "
+                f"(up to {worst_relative.allowed / abs(worst_relative.numerical or 1):.3g} allowed)",
+                "Worst first (autograd vs numerical):",
             ]
             for e in sorted(wrong, key=lambda e: -e.difference / e.allowed)[:limit]:
-                lines.append(f"  {e.where}: autograd {e.autograd:.10g}, numerical {e.numerical:.10g}, "
-                             f"difference {e.difference:.3g} (up to {e.allowed:.3g} allowed)")
+                lines.append(f"  {self.where(e)}: {e.autograd:.10g} vs {e.numerical:.10g}, difference "
+                             f"{e.difference:.3g} (up to {e.allowed:.3g} allowed)")
+            if len(wrong) > limit:
+                lines.append(f"  and {len(wrong) - limit} more")
         if unsure:
-            lines.append(f"Not judged: {len(unsure)} / {total} elements")
+            lines.append(f"Elements not judged: {len(unsure)} / {total}")
             for reason in dict.fromkeys(e.reason for e in unsure):
                 mine = [e for e in unsure if e.reason == reason]
-                shown = "; ".join(f"{e.where} (autograd {e.autograd:.6g}, numerical {e.numerical:.6g} "
-                                  f"± {e.allowed:.2g})" for e in mine[:limit])
-                more = f" and {len(mine) - limit} more" if len(mine) > limit else ""
-                lines.append(f"  {reason}: {self.explain(reason)}: {shown}{more}")
-        lines.append(f"Autograd by {how}; numerical by central differences extrapolated (Richardson) at "
-                     f"steps chosen per element, {int(self.levels.max())} steps at most, each element allowed "
-                     f"{SAFETY:g} × (error estimate + rounding), {self.evaluations} evaluations of f.")
+                lines.append(f"  {reason}: {self.explain(reason)}")
+                for e in mine[:limit]:
+                    lines.append(f"    {self.where(e)}: autograd {e.autograd:.6g}, numerical {e.numerical:.6g} "
+                                 f"± {e.allowed:.2g}")
+                if len(mine) > limit:
+                    lines.append(f"    and {len(mine) - limit} more")
+        lines.append(f"Autograd by {how}; numerical by Richardson-extrapolated central differences at steps "
+                     f"chosen per element ({int(self.levels.max())} steps tried at most), each element allowed "
+                     f"{SAFETY:g} × (its error estimate + rounding); {self.evaluations} evaluations of f.")
         return "\n".join(lines)
 
 
@@ -331,7 +347,10 @@ def check_jacobian(
     x = torch.cat([t.detach().reshape(-1) for t in inputs])
     g = _flattened(f, arguments)
     with torch.no_grad():
-        value = g(x.clone())
+        raw = f(*[t.detach().clone() for t in inputs])
+        value = _output(raw)
+    # Rows are named by their index in f's output; a tuple of outputs is numbered flat.
+    output_shape = tuple(raw.shape) if isinstance(raw, torch.Tensor) else tuple(value.shape)
     if not torch.isfinite(value).all():
         shown = ", ".join(f"{a.name}={t.tolist()}" for a, t in zip(arguments, inputs))
         raise NaNInputError(f"f({', '.join(a.name for a in arguments)}) is not finite at {shown}: "
@@ -357,7 +376,7 @@ def check_jacobian(
         autograd=jacobian, numerical=numerical, error=error, allowed=allowed, steps=steps,
         levels=search.levels.clone(), kink=kink, domain=domain, converged=converged & ~domain,
         mode=used, requested=mode, note=note, dtype=dtype_name(x.dtype), device=x.device.type,
-        arguments=arguments, output_shape=tuple(value.shape), evaluations=evaluations,
+        arguments=arguments, output_shape=output_shape, evaluations=evaluations,
         seconds=time.perf_counter() - start, resolution=resolution,
     )
 
@@ -540,9 +559,13 @@ def _arguments(f: Function, inputs: Sequence[torch.Tensor], names: Sequence[str]
 
 
 def _parameter_names(f: Function, count: int) -> list[str]:
+    # A custom autograd.Function is called through .apply(*args): its names are those of its forward.
+    owner = getattr(f, "__self__", None)
+    if isinstance(owner, type) and issubclass(owner, torch.autograd.Function):
+        f = owner.forward
     try:
         parameters = [p for p in inspect.signature(f).parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "ctx"]
     except (TypeError, ValueError):  # builtins such as torch.sin have no inspectable signature
         parameters = []
     if len(parameters) >= count:
@@ -607,3 +630,58 @@ def _require_input(x: object, label: str = "x") -> None:
         raise CheckInputError(f"{label} is empty: there is no Jacobian to check")
     if not torch.isfinite(x).all():
         raise NaNInputError(f"{label} contains NaN or infinity: {x.tolist()}")
+
+
+class GradientMismatchError(AssertionError):
+    """assert_gradients found elements of autograd's Jacobian outside their allowance."""
+
+
+class InconclusiveGradientError(AssertionError):
+    """assert_gradients could not judge some elements (a kink, f not finite near the inputs, or an estimate
+    too uncertain), and none failed: the gradient is neither vouched for nor refuted. The message says why,
+    per element, and what would settle it."""
+
+
+def assert_gradients(f: Function, *inputs: torch.Tensor, **options) -> CheckReport:
+    """Raise unless autograd's Jacobian of f at the inputs agrees with the numerical one: for test suites.
+
+    GradientMismatchError (an AssertionError) names each mismatched element by input and index, with both
+    values, the difference and the allowance; InconclusiveGradientError (also an AssertionError) says which
+    elements could not be judged and why. Options as for check_jacobian. Returns the report on a pass.
+    """
+    report = check_jacobian(f, *inputs, **options)
+    if report.outcome == "fail":
+        raise GradientMismatchError(report.message())
+    if report.outcome == "inconclusive":
+        raise InconclusiveGradientError(report.message())
+    return report
+
+
+def check_module(module: torch.nn.Module, loss: Callable[[torch.Tensor], torch.Tensor], *args: torch.Tensor,
+                 **options) -> CheckReport:
+    """check_jacobian of loss(module(*args)) with respect to the module's trainable parameters, each named
+    as in module.named_parameters() ("0.weight"); args are held fixed. Options as for check_jacobian."""
+    if not isinstance(module, torch.nn.Module):
+        raise CheckInputError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    if not callable(loss):
+        raise CheckInputError(f"loss must be a function of the module's output, got {type(loss).__name__}")
+    named = [(name, parameter) for name, parameter in module.named_parameters() if parameter.requires_grad]
+    if not named:
+        raise CheckInputError(f"{type(module).__name__} has no parameters that require grad: nothing to check")
+    names = [name for name, _ in named]
+
+    def f(*parameters: torch.Tensor) -> torch.Tensor:
+        return loss(torch.func.functional_call(module, dict(zip(names, parameters)), args))
+
+    return check_jacobian(f, *[parameter.detach() for _, parameter in named], names=names, **options)
+
+
+def assert_module_gradients(module: torch.nn.Module, loss: Callable[[torch.Tensor], torch.Tensor],
+                            *args: torch.Tensor, **options) -> CheckReport:
+    """assert_gradients for a module's parameters: check_module, raising as assert_gradients does."""
+    report = check_module(module, loss, *args, **options)
+    if report.outcome == "fail":
+        raise GradientMismatchError(report.message())
+    if report.outcome == "inconclusive":
+        raise InconclusiveGradientError(report.message())
+    return report

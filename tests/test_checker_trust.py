@@ -136,3 +136,12 @@ def test_complex_inputs_and_outputs_are_refused_not_checked_by_their_real_part()
         check_jacobian(torch.sin, torch.tensor([1.0 + 1j], dtype=torch.complex128))
     with pytest.raises(DtypeError, match="view_as_real"):
         check_jacobian(lambda x: x * 1j, torch.tensor([1.0], dtype=F64))
+
+
+def test_a_planned_complex_check_is_refused_not_recorded_by_its_real_part() -> None:
+    import checks
+    from checks.errors import DtypeError
+
+    square = checks.Expectation("x²", lambda x: (x**2).sum(), "2x", lambda x: 2 * x, "power rule")
+    with pytest.raises(DtypeError, match="complex"):
+        checks.plan(square, [1.0, 2.0], dtypes=("complex128",))
