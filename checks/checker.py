@@ -398,37 +398,50 @@ class _Search:
         self.h = torch.full((self.max_levels, n), float("nan"), dtype=torch.float64)
         self.levels = torch.zeros(n, dtype=torch.int64)
         self.active = torch.ones(n, dtype=torch.bool)
+        self.depth = 0  # levels computed for at least one column
+        self._chosen: tuple | None = None  # the choice for the current depth (recomputed after each level)
 
     def run(self) -> None:
-        for level in range(self.max_levels):
+        self._levels((0, 1, 2), self.active.nonzero().reshape(-1))  # one batch: the three steps of a smooth f
+        self._stop_judged_columns(2)
+        for level in range(3, self.max_levels):
             columns = self.active.nonzero().reshape(-1)
             if columns.numel() == 0:
                 break
-            self._level(level, columns)
-            if level >= 2:
-                self._stop_judged_columns(level)
+            self._levels((level,), columns)
+            self._stop_judged_columns(level)
 
-    def _level(self, level: int, columns: torch.Tensor) -> None:
+    def _levels(self, levels: tuple[int, ...], columns: torch.Tensor) -> None:
+        """Central differences at the given levels for the given columns, evaluated as one batch."""
         x = self.x.reshape(-1)
-        wanted = (self.h0 * 2.0 ** -level * self.size[columns]).to(x.dtype).to(x.device)
-        h = (x[columns.to(x.device)] + wanted) - x[columns.to(x.device)]
-        usable = (h != 0).cpu()
-        self.active[columns[~usable]] = False  # the step has rounded to zero: no smaller step exists
-        columns, h = columns[usable], h[usable.to(h.device)]
-        if columns.numel() == 0:
+        points, done = [], []
+        for level in levels:
+            wanted = (self.h0 * 2.0 ** -level * self.size[columns]).to(x.dtype).to(x.device)
+            h = (x[columns.to(x.device)] + wanted) - x[columns.to(x.device)]
+            usable = (h != 0).cpu()
+            self.active[columns[~usable]] = False  # the step has rounded to zero: no smaller step exists
+            if not usable.any():
+                continue
+            bump = torch.zeros(int(usable.sum()), x.numel(), dtype=x.dtype, device=x.device)
+            bump[torch.arange(bump.shape[0]), columns[usable].to(x.device)] = h[usable.to(h.device)]
+            points += [x + bump, x - bump]
+            done.append((level, columns[usable], h[usable.to(h.device)].to(torch.float64).cpu()))
+        if not points:
             return
-        bump = torch.zeros(columns.numel(), x.numel(), dtype=x.dtype, device=x.device)
-        bump[torch.arange(columns.numel()), columns.to(x.device)] = h
-        both = self.evaluate(torch.cat([x + bump, x - bump]))
-        plus, minus = both[: columns.numel()], both[columns.numel():]
-        h64 = h.to(torch.float64).cpu()
-        self.differences[level, columns] = ((plus - minus) / (2 * h64).unsqueeze(1)).cpu()
-        self.h[level, columns] = h64
-        self.levels[columns] = level + 1
+        values = self.evaluate(torch.cat(points))
+        start = 0
+        for level, used, h64 in done:
+            count = used.numel()
+            plus, minus = values[start:start + count], values[start + count:start + 2 * count]
+            start += 2 * count
+            self.differences[level, used] = ((plus - minus) / (2 * h64).unsqueeze(1)).cpu()
+            self.h[level, used] = h64
+            self.levels[used] = level + 1
+            self.depth, self._chosen = max(self.depth, level + 1), None
 
     def windows(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Per window k (steps k, k+1, k+2): Neville's T22 (k, n, m), Ridders' error and the finest step."""
-        d, h = self.differences, self.h.unsqueeze(2) ** 2
+        d, h = self.differences[:self.depth], self.h[:self.depth].unsqueeze(2) ** 2
         first = (h[:-1] * d[1:] - h[1:] * d[:-1]) / (h[:-1] - h[1:])
         best = (h[:-2] * first[1:] - h[2:] * first[:-1]) / (h[:-2] - h[2:])
         error = torch.maximum((best - first[1:]).abs(), (best - first[:-1]).abs())
@@ -437,7 +450,7 @@ class _Search:
         known = error.nan_to_num(0.0)
         padded = torch.nn.functional.pad(known, (0, 0, 0, 0, 1, 1))
         error = torch.maximum(error, torch.maximum(padded[:-2], padded[2:]))
-        return best, error, self.h[2:].unsqueeze(2)
+        return best, error, self.h[2:self.depth].unsqueeze(2)
 
     def scale(self) -> torch.Tensor:
         """Per output, |f_i(x)| + Σ_k |J_ik|·|x_k|: the size of what f_i is computed from, shape (m, 1)."""
@@ -446,7 +459,12 @@ class _Search:
         magnitude = self.x.detach().reshape(-1, 1).abs().to(torch.float64).cpu()
         return self.value.abs().reshape(-1, 1) + numerical.nan_to_num(0.0).abs() @ magnitude
 
-    def _choose(self, rough: torch.Tensor | None = None):
+    def _choose(self):
+        if self._chosen is None:
+            self._chosen = self._least_uncertain()
+        return self._chosen
+
+    def _least_uncertain(self, rough: torch.Tensor | None = None):
         """Per element, the window of least uncertainty: (value, error, uncertainty, finest step, window).
 
         The rounding term needs the Jacobian's size; a first choice with |f| alone supplies it (a garbage
@@ -467,7 +485,8 @@ class _Search:
         chosen = [t.gather(0, window.unsqueeze(0)).squeeze(0) for t in (best, error, uncertainty,
                                                                         finest.expand_as(best))]
         if rough is None:
-            return self._choose(torch.where(torch.isfinite(chosen[2]), chosen[0], torch.zeros_like(chosen[0])))
+            return self._least_uncertain(torch.where(torch.isfinite(chosen[2]), chosen[0],
+                                                     torch.zeros_like(chosen[0])))
         return (*chosen, window)
 
     def _judged(self, value: torch.Tensor, uncertainty: torch.Tensor) -> torch.Tensor:
@@ -499,7 +518,7 @@ class _Search:
     def kink_steps(self) -> torch.Tensor:
         """Per column, the coarsest step of the window chosen for its finest-resolved element."""
         *_, window = self._choose()
-        coarsest = self.h.gather(0, window.amax(1).unsqueeze(0)).squeeze(0)
+        coarsest = self.h[:self.depth].gather(0, window.amax(1).unsqueeze(0)).squeeze(0)
         return torch.where(torch.isfinite(coarsest), coarsest, self.h[0])
 
 
@@ -508,18 +527,18 @@ def _kinks(evaluate: _Evaluator, x: torch.Tensor, steps: torch.Tensor, scale: to
     """(m, n): one-sided differences D+ and D- whose gap does not halve with the step, above rounding."""
     flat = x.reshape(-1)
     n = flat.numel()
-    gaps, noise = [], []
-    centre = evaluate(flat.unsqueeze(0))
+    gaps, noise, points, used = [], [], [flat.unsqueeze(0)], []
     for fraction in (1.0, 0.5):
         wanted = (steps * fraction).to(x.dtype).to(x.device)
         h = (flat + wanted) - flat
-        bump = torch.zeros(n, n, dtype=x.dtype, device=x.device)
-        bump[torch.arange(n), torch.arange(n)] = h
-        both = evaluate(torch.cat([flat + bump, flat - bump]))
-        plus, minus = both[:n], both[n:]
-        h64 = h.to(torch.float64).cpu().clamp_min(torch.finfo(torch.float64).tiny).unsqueeze(1)
-        gap = ((plus - centre) / h64 - (centre - minus) / h64).abs()
-        gaps.append(gap.T.cpu())
+        bump = torch.diag(h)
+        points += [flat + bump, flat - bump]
+        used.append(h.to(torch.float64).cpu().clamp_min(torch.finfo(torch.float64).tiny).unsqueeze(1))
+    values = evaluate(torch.cat(points))  # one batch: the centre, then ±h and ±h/2 per column
+    centre = values[:1]
+    for k, h64 in enumerate(used):
+        plus, minus = values[1 + 2 * k * n: 1 + (2 * k + 1) * n], values[1 + (2 * k + 1) * n: 1 + (2 * k + 2) * n]
+        gaps.append(((plus - centre) / h64 - (centre - minus) / h64).abs().T.cpu())
         noise.append(2 * eps * scale / h64.T)
     coarse, fine = gaps
     return (fine > KINK_RATIO * coarse) & (fine > KINK_NOISE * noise[1])
