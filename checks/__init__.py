@@ -1,7 +1,8 @@
 """checks: the gradient checks behind every number in the book.
 
 Data flows one way: an Expectation is written first -> plan() lays out the checks (executed: false)
--> Plan.run() executes them on each device and dtype -> Records -> tables on the page, and the ledger.
+-> Plan.run(code) runs the reader's own PyTorch on each device and dtype (checks.witness; scripts of
+passes on one leaf: checks.run_script) -> Records -> tables on the page, and the ledger.
 """
 
 from .checker import (
@@ -28,20 +29,11 @@ from .errors import (
 from .execute import Results, execute
 from .expectations import Expectation
 from .numerical import Estimate, estimate_gradient, estimate_jacobian
-from .passes import (
-    PassTable,
-    Step,
-    expect_passes,
-    non_leaf_passes,
-    provenance_frame,
-    provenance_table,
-    run_passes,
-    second_derivative_passes,
-    unused_input_passes,
-)
+from .display import Quote, plain, provenance_frame, provenance_table
 from .plan import Plan, PlannedCheck, plan
 from .records import Record, dump_records, load_records
 from .tolerances import Tolerance, ToleranceChange, default_tolerance, estimate_tolerance, numerical_tolerance
+from .witness import See, captured, run_script, witness
 
 __all__ = [
     "CheckInputError",
@@ -55,13 +47,13 @@ __all__ = [
     "Expectation",
     "NaNInputError",
     "NonScalarOutputError",
-    "PassTable",
     "Plan",
+    "Quote",
     "PlannedCheck",
     "Record",
     "Results",
+    "See",
     "ShapeMismatchError",
-    "Step",
     "StepError",
     "Tolerance",
     "ToleranceChange",
@@ -69,6 +61,7 @@ __all__ = [
     "assert_gradients",
     "assert_module_gradients",
     "available_devices",
+    "captured",
     "check_jacobian",
     "check_module",
     "default_tolerance",
@@ -78,14 +71,12 @@ __all__ = [
     "estimate_jacobian",
     "estimate_tolerance",
     "execute",
-    "expect_passes",
     "load_records",
-    "non_leaf_passes",
     "numerical_tolerance",
+    "plain",
     "plan",
     "provenance_frame",
     "provenance_table",
-    "run_passes",
-    "second_derivative_passes",
-    "unused_input_passes",
+    "run_script",
+    "witness",
 ]
