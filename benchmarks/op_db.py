@@ -29,7 +29,27 @@ from checks.checker import check_jacobian
 
 MAX_ELEMENTS = 40
 # Real imprecisions in PyTorch found by this benchmark (see book/how-good-is-a-check.md): not false alarms.
-KNOWN_IMPRECISE: dict[str, str] = {}
+KNOWN_IMPRECISE: dict[str, str] = {
+    "nn.functional.hardsigmoid": "float64 backward multiplies by 1.0f / 6.0f, 1/6 rounded to float32 "
+                                 "(relative error 3e-8); gradcheck's rtol 1e-3 cannot see it",
+    "digamma": "its backward, trigamma (polygamma(1, x)), is off by up to ~4e-10 relative in float64",
+    "polygamma": "polygamma(n + 1, x), the backward of polygamma(n, x), is off by up to ~7e-10 relative",
+    "special.polygamma": "as polygamma",
+    "special.ndtr": "the forward is rounded to absolute 2^-54 (5.6e-17) in the far left tail (relative error "
+                    "22 % at x = -8.3): its finite differences are flat where its exact backward is not",
+}
+# Ops whose samples are outside what a Jacobian check can judge, with the reason; listed, not counted.
+NOT_DIFFERENTIABLE = {
+    "float": "a cast to a coarser dtype: f is a staircase on the scale of float32's spacing",
+    "cfloat": "a cast to a coarser dtype (complex64)",
+    "half": "a cast to float16", "chalf": "a cast to complex32", "bfloat16": "a cast to bfloat16",
+    "normal": "random (torch.normal)",
+    "nn.functional.max_unpool1d": "samples with colliding indices (op_db tests gradients on the .grad variant)",
+    "nn.functional.max_unpool2d": "as max_unpool1d", "nn.functional.max_unpool3d": "as max_unpool1d",
+    "as_strided_scatter": "overlapping memory: the Jacobian depends on the write order",
+    "torch.ops.aten._safe_softmax.default": "its sample holds -inf",
+    "sparse.mm": "sparse inputs",
+}
 
 
 @dataclass
@@ -55,6 +75,9 @@ def samples(limit: int | None, names: set[str] | None):
     if limit:
         ops = ops[:: max(1, len(ops) // limit)][:limit]
     for op in ops:
+        full = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+        if op.name in NOT_DIFFERENTIABLE or full in NOT_DIFFERENTIABLE:
+            continue
         found = _first_small_sample(op)
         if found is not None:
             yield (op.name + (f".{op.variant_test_name}" if op.variant_test_name else ""), *found)
@@ -65,7 +88,7 @@ def _first_small_sample(op):
     try:
         for sample in op.sample_inputs("cpu", torch.float64, requires_grad=True):
             leaves = [t for t in (sample.input, *sample.args) if isinstance(t, torch.Tensor) and t.requires_grad]
-            if not isinstance(sample.input, torch.Tensor) or not leaves:
+            if not isinstance(sample.input, torch.Tensor) or not leaves or any(t.layout != torch.strided for t in leaves):
                 continue
             if sum(t.numel() for t in leaves) > MAX_ELEMENTS or any(t.numel() == 0 for t in leaves):
                 continue
@@ -79,21 +102,33 @@ def _function(op, sample):
     positions = [k for k, t in enumerate((sample.input, *sample.args))
                  if isinstance(t, torch.Tensor) and t.requires_grad]
 
-    def f(*tensors):
+    def outputs(*tensors):
         values = [sample.input, *sample.args]
         for position, tensor in zip(positions, tensors):
             values[position] = tensor
-        kwargs = {k: (v.to(tensors[0].dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
+        dtype = tensors[0].dtype
+        kwargs = {k: (v.to(dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
                   for k, v in sample.kwargs.items()}
-        values = [v.to(tensors[0].dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() else v
-                  for v in values]
-        out = op(*values, **kwargs)
-        outs = out if isinstance(out, (tuple, list)) else (out,)
-        # A complex output is checked as its real and imaginary parts (gradcheck does the same for real
-        # inputs); integer outputs (indices) have no derivative.
-        floating = tuple(torch.view_as_real(o) if o.is_complex() else o for o in outs
-                         if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex()))
-        return floating[0] if len(floating) == 1 else floating
+        values = [v.to(dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
+        # op_db's own conventions, as its gradcheck tests use them: a wrapper that makes the input valid
+        # (symmetric for eigh, positive definite for cholesky) and a post-processing of the output (fixing
+        # the sign or phase of eigenvectors, which a Jacobian cannot be taken of otherwise).
+        out = sample.output_process_fn_grad(op.gradcheck_wrapper(op, *values, **kwargs))
+        return list(out) if isinstance(out, (tuple, list)) else [out]
+
+    # The outputs autograd differentiates, decided once with leaves that require grad: integer outputs
+    # (indices) and outputs autograd leaves alone (native_layer_norm's saved mean and rstd) are left out,
+    # as gradcheck leaves them out.
+    leaves = [t.detach().clone().requires_grad_(True) for t in (sample.input, *sample.args)
+              if isinstance(t, torch.Tensor) and t.requires_grad]
+    keep = [k for k, o in enumerate(outputs(*leaves))
+            if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex()) and o.requires_grad]
+
+    def f(*tensors):
+        found = outputs(*tensors)
+        # A complex output is checked as its real and imaginary parts (gradcheck does the same for real inputs).
+        kept = tuple(torch.view_as_real(found[k]) if found[k].is_complex() else found[k] for k in keep)
+        return kept[0] if len(kept) == 1 else kept
 
     return f
 
@@ -116,7 +151,7 @@ def run(name: str, f, inputs: list[torch.Tensor], dtype: torch.dtype) -> Row | N
         report = check_jacobian(f, *xs, names=[f"input {k}" for k in range(len(xs))])
         ours, summary = report.outcome, report.summary()
         wrong = report.mismatch
-        relative = (report.difference / report.numerical.abs().clamp_min(1e-300))[wrong]
+        relative = (report.difference / torch.maximum(report.numerical.abs(), report.autograd.abs()))[wrong]
         worst = float(relative.max()) if wrong.any() else 0.0
     except Exception as error:  # noqa: BLE001 - a refusal (e.g. f not finite at the sample) is a result too
         ours, summary, worst = "error", f"{type(error).__name__}: {str(error).splitlines()[0][:120]}", 0.0
@@ -159,11 +194,22 @@ def main() -> None:
     print("\nNot passed by this checker (known PyTorch imprecisions marked *):")
     for row in rows:
         if row.ours != "pass":
-            mark = "*" if row.op in KNOWN_IMPRECISE and row.ours == "fail" else " "
+            mark = "*" if _known(row.op) and row.ours == "fail" else " "
             print(f" {mark}{row.dtype:<8}{row.op:<40}{row.ours:<13}gradcheck {row.gradcheck:<5}"
                   f"worst rel {row.worst_relative:<10.3g}{row.summary}")
     for name, why in KNOWN_IMPRECISE.items():
         print(f" * {name}: {why}")
+    print("Left out (a Jacobian check cannot judge them):")
+    for name, why in NOT_DIFFERENTIABLE.items():
+        print(f"   {name}: {why}")
+    for dtype in dict.fromkeys(row.dtype for row in rows):
+        alarms = [row.op for row in rows if row.dtype == dtype and row.ours == "fail" and not _known(row.op)]
+        print(f"False alarms in {dtype} (fails outside the known imprecisions): {len(alarms)} {alarms}")
+
+
+def _known(op: str) -> bool:
+    return op in KNOWN_IMPRECISE or op.split(".")[0] in KNOWN_IMPRECISE or \
+        any(op.startswith(f"{name}.") for name in KNOWN_IMPRECISE)
 
 
 if __name__ == "__main__":

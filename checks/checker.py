@@ -9,6 +9,8 @@ element makes it inconclusive):
 - inconclusive: the evidence cannot settle it. The report says why and what would settle it:
   "kink" (f is not differentiable at x, or a kink lies inside the stencil: check at another point),
   "domain" (f is not finite at x ± h for every step tried: x is on the edge of f's domain),
+  "unstable" (a mismatch that a window at steps eight times smaller contradicts: f has structure at the
+  scale of the step, a staircase or an oscillation),
   "imprecise" (the estimate's own uncertainty is above RESOLUTION at every step: float64, or another point).
 
 The allowance of element (i, j):
@@ -75,6 +77,8 @@ REASONS = {
             "within h of it; check at another point",
     "domain": "f is not finite at x ± h for every step tried: x is on the edge of f's domain; check at an "
               "interior point",
+    "unstable": "estimates at steps eight times apart disagree: f varies on a scale near the step (a "
+                "staircase such as round, or a fast oscillation); check at another point",
     "imprecise": "the estimate's uncertainty stays above {resolution:g} of the entry's scale at every step "
                  "tried; {remedy}",
 }
@@ -129,8 +133,8 @@ class CheckReport:
     error        -- per element, the Richardson error estimate of the chosen window
     steps        -- per element, the finest step of the chosen window
     levels       -- per column, how many steps were tried (3 for a smooth f)
-    kink, domain, converged -- per element: a kink found; no finite estimate at any step; allowed small
-                    enough to judge
+    kink, domain, unstable, converged -- per element: a kink found; no finite estimate at any step; a
+                    mismatch that a window at smaller steps contradicts; allowed small enough to judge
     arguments    -- the inputs, named, with their shapes
     evaluations  -- every evaluation of f: the estimate's, the kink test's, f(x) and autograd's forward
     seconds      -- wall time of the whole check
@@ -144,6 +148,7 @@ class CheckReport:
     levels: torch.Tensor
     kink: torch.Tensor
     domain: torch.Tensor
+    unstable: torch.Tensor
     converged: torch.Tensor
     mode: Mode
     requested: Mode
@@ -168,13 +173,13 @@ class CheckReport:
     def mismatch(self) -> torch.Tensor:
         """Elements outside their allowance, away from kinks: the evidence of a wrong gradient. (An
         allowance too wide to judge a pass can still be exceeded: autograd is then wrong by even more.)"""
-        return (self.difference > self.allowed) & ~self.kink & ~self.domain
+        return (self.difference > self.allowed) & ~self.kink & ~self.domain & ~self.unstable
 
     @property
     def inconclusive(self) -> torch.Tensor:
         """Elements the evidence cannot judge (a kink, f not finite near x, or an unconverged estimate)."""
         exact = self.difference == 0
-        return ~self.mismatch & (self.kink | self.domain | (~self.converged & ~exact))
+        return ~self.mismatch & (self.kink | self.domain | self.unstable | (~self.converged & ~exact))
 
     @property
     def outcome(self) -> Outcome:
@@ -198,7 +203,9 @@ class CheckReport:
     def reason(self, i: int, j: int) -> str:
         if self.mismatch[i, j] or not self.inconclusive[i, j]:
             return ""
-        return "kink" if self.kink[i, j] else "domain" if self.domain[i, j] else "imprecise"
+        if self.kink[i, j] or self.domain[i, j] or self.unstable[i, j]:
+            return "kink" if self.kink[i, j] else "domain" if self.domain[i, j] else "unstable"
+        return "imprecise"
 
     def explain(self, reason: str) -> str:
         remedy = "check in float64" if self.dtype == "float32" else \
@@ -351,6 +358,8 @@ def check_jacobian(
         value = _output(raw)
     # Rows are named by their index in f's output; a tuple of outputs is numbered flat.
     output_shape = tuple(raw.shape) if isinstance(raw, torch.Tensor) else tuple(value.shape)
+    if value.numel() == 0:
+        raise CheckInputError("f returned an empty output: there is no Jacobian to check")
     if not torch.isfinite(value).all():
         shown = ", ".join(f"{a.name}={t.tolist()}" for a, t in zip(arguments, inputs))
         raise NaNInputError(f"f({', '.join(a.name for a in arguments)}) is not finite at {shown}: "
@@ -362,19 +371,33 @@ def check_jacobian(
     search = _Search(evaluate, x, value, h0, eps, tiny, safety, resolution)
     search.run()
     numerical, error, allowed, steps, converged = search.result()
-    # autograd's own rounding: ε times the scale of the entry's row and column, of either Jacobian.
-    both = torch.maximum(jacobian.abs(), numerical.abs().nan_to_num(0.0))
-    rowcol = torch.maximum(both.amax(1, keepdim=True), both.amax(0, keepdim=True))
-    allowed = allowed + safety * eps * rowcol
+    allowed = allowed + _autograd_floor(jacobian, numerical, eps, safety)
+    # A failure must survive smaller steps: a staircase (round) or a fast oscillation can fool one window
+    # into converging to a slope f does not have. Columns with a mismatch get one more window at steps
+    # eight times smaller; where the two windows disagree with each other, neither is believed.
+    suspect = (((jacobian - numerical).abs() > allowed) & torch.isfinite(numerical)).any(0)
+    unstable = torch.zeros_like(converged)
+    if suspect.any():
+        search.confirm(suspect.nonzero().reshape(-1))
+        numerical, error, allowed, steps, converged = search.result()
+        allowed = allowed + _autograd_floor(jacobian, numerical, eps, safety)
+        finest, finest_allowed = search.finest()
+        unstable = (numerical - finest).abs() > allowed + finest_allowed
+        unstable &= suspect.unsqueeze(0)
     domain = ~torch.isfinite(numerical)
     kink = torch.zeros_like(domain)
     evaluations = evaluate.count + 2  # plus f(x) above and autograd's own forward
     if kinks:
-        kink = _kinks(evaluate, x, search.kink_steps(), search.scale(), eps) & ~domain
+        kink = _kinks(evaluate, x, search.kink_steps(), search.scale(), eps)
+        if suspect.any():
+            # A jump closer to x than the chosen steps (round near its boundary) shows at the finest steps.
+            kink |= _kinks(evaluate, x, search.finest_steps(), search.scale(), eps) & suspect.unsqueeze(0)
+        kink &= ~domain
         evaluations = evaluate.count + 2
     return CheckReport(
         autograd=jacobian, numerical=numerical, error=error, allowed=allowed, steps=steps,
-        levels=search.levels.clone(), kink=kink, domain=domain, converged=converged & ~domain,
+        levels=search.levels.clone(), kink=kink, domain=domain, unstable=unstable & ~domain,
+        converged=converged & ~domain,
         mode=used, requested=mode, note=note, dtype=dtype_name(x.dtype), device=x.device.type,
         arguments=arguments, output_shape=output_shape, evaluations=evaluations,
         seconds=time.perf_counter() - start, resolution=resolution,
@@ -481,7 +504,14 @@ class _Search:
         # Relative, not absolute: at coarse steps a fast-varying f can look flat, and a small garbage value
         # has a small absolute error estimate.
         relative = uncertainty / torch.maximum(best.abs().nan_to_num(0.0), torch.full_like(best, self.tiny))
+        # An element at which f did not change at any step (f does not depend on that input, or is constant
+        # there) is settled. A flat window among sloped ones is not: at small steps a staircase (round, or
+        # a forward whose rounding is coarse, ndtr far in its tail) looks flat between its jumps.
+        flat = ((best == 0) & (error == 0)) | ~torch.isfinite(best)
+        settled = flat.all(0, keepdim=True) & torch.isfinite(best).any(0, keepdim=True)
+        relative = torch.where(settled & (best == 0), torch.zeros_like(relative), relative)
         window = relative.argmin(0)  # (n, m)
+        self._all = (best, uncertainty)
         chosen = [t.gather(0, window.unsqueeze(0)).squeeze(0) for t in (best, error, uncertainty,
                                                                         finest.expand_as(best))]
         if rough is None:
@@ -515,11 +545,50 @@ class _Search:
         return value.T.contiguous(), error.T.contiguous(), allowed.T.contiguous(), finest.T.contiguous(), \
             judged.T.contiguous()
 
+    def confirm(self, columns: torch.Tensor) -> None:
+        """Smaller steps for the given columns: at least one more window (steps 8× smaller), then more until
+        the finest window is judged or rounding alone exceeds what it could resolve."""
+        start = self.levels.clone()
+        active = torch.zeros_like(self.active)
+        active[columns] = True
+        while active.any():
+            group = active.nonzero().reshape(-1)
+            for depth in self.levels[group].unique().tolist():
+                if depth >= self.max_levels:
+                    active[group[self.levels[group] == depth]] = False
+                    continue
+                self._levels((depth,), group[self.levels[group] == depth])
+            value, uncertainty = self.finest()
+            judged = self._judged(value.T, uncertainty.T / self.safety).all(1)
+            scale = self.scale().reshape(1, -1)
+            finest_h = self.finest_steps().abs() / 4  # the finest step of the finest window
+            hopeless = (self.eps * scale / finest_h.unsqueeze(1) > uncertainty.T / self.safety).all(1)
+            active &= (self.levels - start < 3) | ~(judged | hopeless)
+            active &= self.levels < self.max_levels
+
+    def finest(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per element, the value and allowance (safety × uncertainty) of its column's finest window, (m, n)."""
+        self._choose()
+        best, uncertainty = self._all
+        last = (self.levels - 3).clamp_min(0).reshape(1, -1, 1).expand(1, *best.shape[1:])
+        value, spread = best.gather(0, last).squeeze(0), uncertainty.gather(0, last).squeeze(0)
+        return value.T.contiguous(), (self.safety * spread).T.contiguous()
+
+    def finest_steps(self) -> torch.Tensor:
+        """Per column, the coarsest step of its finest window."""
+        return self.h[:self.depth].gather(0, (self.levels - 3).clamp_min(0).unsqueeze(0)).squeeze(0)
+
     def kink_steps(self) -> torch.Tensor:
         """Per column, the coarsest step of the window chosen for its finest-resolved element."""
         *_, window = self._choose()
         coarsest = self.h[:self.depth].gather(0, window.amax(1).unsqueeze(0)).squeeze(0)
         return torch.where(torch.isfinite(coarsest), coarsest, self.h[0])
+
+
+def _autograd_floor(jacobian: torch.Tensor, numerical: torch.Tensor, eps: float, safety: float) -> torch.Tensor:
+    """autograd's own rounding: ε times the scale of the entry's row and column, of either Jacobian."""
+    both = torch.maximum(jacobian.abs(), numerical.abs().nan_to_num(0.0))
+    return safety * eps * torch.maximum(both.amax(1, keepdim=True), both.amax(0, keepdim=True))
 
 
 def _kinks(evaluate: _Evaluator, x: torch.Tensor, steps: torch.Tensor, scale: torch.Tensor,
