@@ -27,8 +27,9 @@ The allowance of element (i, j):
 The step adapts to f (as numdifftools does): central differences at h0·max(|x_j|, 1)·2^-k for k = 0, 1, ...,
 each window of three consecutive steps extrapolated, and per element the window whose uncertainty
 (error + rounding) is smallest relative to its value wins. Columns whose elements are not yet judged (the tableau has not
-converged, or a stencil point left f's domain) get smaller steps, down to ε^(3/4)·max(|x_j|, 1) or
-until rounding at the step alone exceeds the best uncertainty found; judged columns stop early, so a smooth f costs three steps.
+converged, or a stencil point left f's domain, or the estimate is less precise than ε^(2/3) of the entry's
+scale and still improving) get smaller steps, down to ε^(3/4)·max(|x_j|, 1) or until rounding at the step
+alone exceeds the best uncertainty found; a smooth f is settled at the first three steps.
 
 A kink (relu or abs at 0, a clamp's bound) makes both numbers meaningless: one-sided differences D+ and D-
 disagree by the jump in slope at every step, whereas for a smooth f their gap h·f'' halves with the step.
@@ -519,22 +520,28 @@ class _Search:
                                                      torch.zeros_like(chosen[0])))
         return (*chosen, window)
 
-    def _judged(self, value: torch.Tensor, uncertainty: torch.Tensor) -> torch.Tensor:
+    def _judged(self, value: torch.Tensor, uncertainty: torch.Tensor, resolution: float | None = None) -> torch.Tensor:
         """(n, m): allowed small enough against the entry's scale (its row's and column's largest |J|)."""
+        resolution = self.resolution if resolution is None else resolution
         size = value.nan_to_num(0.0, posinf=0.0, neginf=0.0).abs()
         reference = torch.maximum(size.amax(0, keepdim=True), size.amax(1, keepdim=True))
         exact_zero = (value == 0) & (uncertainty <= self.tiny * 2)
-        return (self.safety * uncertainty <= self.resolution * reference) | exact_zero
+        return (self.safety * uncertainty <= resolution * reference) | exact_zero
 
     def _stop_judged_columns(self, level: int) -> None:
-        """Stop a column once every element is judged, or once rounding at its latest step alone exceeds
-        the best uncertainty found (a smaller step can only be worse)."""
-        value, _, uncertainty, _, _ = self._choose()
-        judged = self._judged(value, uncertainty).all(1)
+        """Stop a column once every element is judged and either precise (uncertainty at most ε^(2/3) of
+        its scale: as good as a smooth f gives) or no longer improving (its best window is two or more
+        steps behind the latest); or once rounding at its latest step alone exceeds the best uncertainty
+        found (a smaller step can only be worse)."""
+        value, _, uncertainty, _, window = self._choose()
+        judged = self._judged(value, uncertainty)
+        precise = self._judged(value, uncertainty, self.eps ** (2 / 3) / self.safety)
+        stalled = (level - 2 - window) >= 2
+        done = (judged & (precise | stalled)).all(1)
         scale = self.scale().reshape(1, -1)  # (1, m)
         rounding = self.eps * scale / self.h[level].abs().unsqueeze(1)  # (n, m)
         hopeless = (rounding > uncertainty).all(1)
-        self.active &= ~(judged | hopeless)
+        self.active &= ~(done | hopeless)
 
     def result(self):
         """(numerical, error, allowed before autograd's floor, finest step, judged), each (m, n)."""

@@ -92,7 +92,7 @@ def test_a_stencil_leaving_the_domain_takes_smaller_steps() -> None:
     # sqrt at 1e-8: the start step reaches x < 0 (NaN); smaller steps stay inside the domain.
     report = check_jacobian(torch.sqrt, torch.tensor([1e-8, 4.0], dtype=F64))
     assert report.outcome == "pass", report.message()
-    assert int(report.levels[0]) > 3 and int(report.levels[1]) == 3
+    assert int(report.levels[0]) > int(report.levels[1]) >= 3  # smaller steps only where x is near 0
     assert report.numerical[0, 0].item() == pytest.approx(0.5 / 1e-4, rel=1e-8)
     wrong = check_jacobian(with_backward(torch.sqrt, lambda x: 0.5 / torch.sqrt(x), 1.001),
                            torch.tensor([1e-8], dtype=F64))
