@@ -67,7 +67,7 @@ def test_no_wrong_backward_of_the_hard_cases_passes(book_html: Path) -> None:
     assert all(row["wrong backward"] in ("fail", "inconclusive") for row in rows)
     assert all(row["correct backward"] != "fail" for row in rows)
     text = _text(soup)
-    assert f"Of {len(rows)} wrong backwards, this checker passed 0," in text
+    assert f"Of {len(rows)} wrong backwards, this checker passed 0 ," in text
 
 
 def test_the_float32_constant_in_hardsigmoids_float64_backward_is_shown(book_html: Path) -> None:
