@@ -53,7 +53,7 @@ import torch
 
 from .dtypes import dtype_name
 from .errors import CheckInputError, DtypeError, NaNInputError
-from .numerical import _Evaluator, default_step, machine_epsilon
+from .numerical import _Evaluator, _relative_step, default_step, machine_epsilon
 
 Function = Callable[..., torch.Tensor]
 Mode = Literal["reverse", "forward"]
@@ -367,15 +367,15 @@ def check_jacobian(
                             f"the Jacobian there is undefined")
     jacobian, used, note = _autograd_jacobian(g, x, mode)
     eps, tiny = machine_epsilon(x.dtype), float(torch.finfo(x.dtype).tiny)
-    h0 = default_step("richardson", x.dtype).h0 if step is None else float(step)
+    h0 = default_step("richardson", x.dtype).h0 if step is None else _relative_step(step)
     evaluate = _Evaluator(g, x, None, scalar=False)
     search = _Search(evaluate, x, value, h0, eps, tiny, safety, resolution)
     search.run()
     numerical, error, allowed, steps, converged = search.result()
     allowed = allowed + _autograd_floor(jacobian, numerical, eps, safety)
     # A failure must survive smaller steps: a staircase (round) or a fast oscillation can fool one window
-    # into converging to a slope f does not have. Columns with a mismatch get one more window at steps
-    # eight times smaller; where the two windows disagree with each other, neither is believed.
+    # into converging to a slope f does not have. Columns with a mismatch get smaller steps (at least one
+    # more window, eight times smaller); where the chosen and the finest window disagree, neither is believed.
     suspect = (((jacobian - numerical).abs() > allowed) & torch.isfinite(numerical)).any(0)
     unstable = torch.zeros_like(converged)
     if suspect.any():
@@ -387,14 +387,13 @@ def check_jacobian(
         unstable &= suspect.unsqueeze(0)
     domain = ~torch.isfinite(numerical)
     kink = torch.zeros_like(domain)
-    evaluations = evaluate.count + 2  # plus f(x) above and autograd's own forward
     if kinks:
         kink = _kinks(evaluate, x, search.kink_steps(), search.scale(), eps)
         if suspect.any():
             # A jump closer to x than the chosen steps (round near its boundary) shows at the finest steps.
             kink |= _kinks(evaluate, x, search.finest_steps(), search.scale(), eps) & suspect.unsqueeze(0)
         kink &= ~domain
-        evaluations = evaluate.count + 2
+    evaluations = evaluate.count + 2  # plus f(x) above and autograd's own forward
     return CheckReport(
         autograd=jacobian, numerical=numerical, error=error, allowed=allowed, steps=steps,
         levels=search.levels.clone(), kink=kink, domain=domain, unstable=unstable & ~domain,

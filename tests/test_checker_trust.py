@@ -145,3 +145,17 @@ def test_a_planned_complex_check_is_refused_not_recorded_by_its_real_part() -> N
     square = checks.Expectation("x²", lambda x: (x**2).sum(), "2x", lambda x: 2 * x, "power rule")
     with pytest.raises(DtypeError, match="complex"):
         checks.plan(square, [1.0, 2.0], dtypes=("complex128",))
+
+
+def test_bad_options_get_clear_errors() -> None:
+    from checks.errors import CheckInputError
+
+    x = torch.tensor([0.5], dtype=F64)
+    with pytest.raises(CheckInputError, match="step must be a positive finite number"):
+        check_jacobian(torch.sin, x, step="small")
+    with pytest.raises(CheckInputError, match="resolution must be a fraction"):
+        check_jacobian(torch.sin, x, resolution=2)
+    with pytest.raises(CheckInputError, match="no inputs"):
+        check_jacobian(torch.sin)
+    with pytest.raises(CheckInputError, match="empty output"):
+        check_jacobian(lambda t: t[:0], x)
