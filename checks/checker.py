@@ -33,7 +33,8 @@ alone exceeds the best uncertainty found; a smooth f is settled at the first thr
 
 A kink (relu or abs at 0, a clamp's bound) makes both numbers meaningless: one-sided differences D+ and D-
 disagree by the jump in slope at every step, whereas for a smooth f their gap h·f'' halves with the step.
-The gap is measured at each column's chosen step h and at h/2.
+The gap |f(x + h) + f(x - h) - 2 f(x)| / h comes from the evaluations the estimate made anyway, at the first
+two steps of each column's chosen window (and of its finest, for a mismatch).
 
 Several inputs: f(x, weight, bias) is checked as one function of all inputs' elements concatenated;
 each element is named by its input and index ("input `weight`, element (2, 1)"). check_module does this
@@ -331,7 +332,7 @@ def check_jacobian(
     step       -- the relative start step h0 (default ε^(1/5)); smaller steps follow where needed
     safety     -- the allowance factor over the uncertainty
     resolution -- an element is judged only when its allowance is at most this fraction of its scale
-    kinks      -- run the one-sided kink test (4n + 1 more evaluations of f)
+    kinks      -- run the one-sided kink test (from the same evaluations: no extra cost)
     names      -- the inputs' names (default: f's parameter names)
     """
     if mode not in MODES:
@@ -388,10 +389,10 @@ def check_jacobian(
     domain = ~torch.isfinite(numerical)
     kink = torch.zeros_like(domain)
     if kinks:
-        kink = _kinks(evaluate, x, search.kink_steps(), search.scale(), eps)
+        kink = search.kinks(search.chosen_window())
         if suspect.any():
             # A jump closer to x than the chosen steps (round near its boundary) shows at the finest steps.
-            kink |= _kinks(evaluate, x, search.finest_steps(), search.scale(), eps) & suspect.unsqueeze(0)
+            kink |= search.kinks(search.finest_window()) & suspect.unsqueeze(0)
         kink &= ~domain
     evaluations = evaluate.count + 2  # plus f(x) above and autograd's own forward
     return CheckReport(
@@ -418,6 +419,9 @@ class _Search:
         floor = eps ** 0.75
         self.max_levels = max(3, math.ceil(math.log2(h0 / floor)) + 1)
         self.differences = torch.full((self.max_levels, n, m), float("nan"), dtype=torch.float64)
+        # |f(x + h) + f(x - h) - 2 f(x)| / h = |D+ - D-|, the gap between one-sided differences, per level:
+        # the kink test reads it from the same evaluations.
+        self.gaps = torch.full((self.max_levels, n, m), float("nan"), dtype=torch.float64)
         self.h = torch.full((self.max_levels, n), float("nan"), dtype=torch.float64)
         self.levels = torch.zeros(n, dtype=torch.int64)
         self.active = torch.ones(n, dtype=torch.bool)
@@ -458,6 +462,7 @@ class _Search:
             plus, minus = values[start:start + count], values[start + count:start + 2 * count]
             start += 2 * count
             self.differences[level, used] = ((plus - minus) / (2 * h64).unsqueeze(1)).cpu()
+            self.gaps[level, used] = ((plus + minus - 2 * self.value.to(plus.device)).abs() / h64.unsqueeze(1)).cpu()
             self.h[level, used] = h64
             self.levels[used] = level + 1
             self.depth, self._chosen = max(self.depth, level + 1), None
@@ -567,7 +572,8 @@ class _Search:
             value, uncertainty = self.finest()
             judged = self._judged(value.T, uncertainty.T / self.safety).all(1)
             scale = self.scale().reshape(1, -1)
-            finest_h = self.finest_steps().abs() / 4  # the finest step of the finest window
+            last = (self.levels - 1).clamp_min(0).unsqueeze(0)
+            finest_h = self.h[:self.depth].gather(0, last).squeeze(0).abs()  # the finest step of each column
             hopeless = (self.eps * scale / finest_h.unsqueeze(1) > uncertainty.T / self.safety).all(1)
             active &= (self.levels - start < 3) | ~(judged | hopeless)
             active &= self.levels < self.max_levels
@@ -580,43 +586,31 @@ class _Search:
         value, spread = best.gather(0, last).squeeze(0), uncertainty.gather(0, last).squeeze(0)
         return value.T.contiguous(), (self.safety * spread).T.contiguous()
 
-    def finest_steps(self) -> torch.Tensor:
-        """Per column, the coarsest step of its finest window."""
-        return self.h[:self.depth].gather(0, (self.levels - 3).clamp_min(0).unsqueeze(0)).squeeze(0)
+    def finest_window(self) -> torch.Tensor:
+        """Per column, the index of its finest window (its first step)."""
+        return (self.levels - 3).clamp_min(0)
 
-    def kink_steps(self) -> torch.Tensor:
-        """Per column, the coarsest step of the window chosen for its finest-resolved element."""
-        *_, window = self._choose()
-        coarsest = self.h[:self.depth].gather(0, window.amax(1).unsqueeze(0)).squeeze(0)
-        return torch.where(torch.isfinite(coarsest), coarsest, self.h[0])
+    def chosen_window(self) -> torch.Tensor:
+        """Per column, the window chosen for its finest-resolved element."""
+        return self._choose()[-1].amax(1)
+
+    def kinks(self, window: torch.Tensor) -> torch.Tensor:
+        """(m, n): at each column's window k, one-sided differences whose gap does not halve from step k to
+        step k + 1 (a smooth f: h·f'' halves; a kink: the jump in slope stays), above rounding noise."""
+        scale = self.scale().reshape(1, -1)  # (1, m)
+        index = window.reshape(1, -1, 1).expand(1, *self.gaps.shape[1:])
+        coarse = self.gaps.gather(0, index).squeeze(0)
+        fine = self.gaps.gather(0, index + 1).squeeze(0)
+        step = self.h.gather(0, window.unsqueeze(0) + 1).squeeze(0).abs().unsqueeze(1)
+        noise = 2 * self.eps * scale / step
+        found = (fine > KINK_RATIO * coarse) & (fine > KINK_NOISE * noise)  # False where a level is missing (NaN)
+        return found.T.contiguous()
 
 
 def _autograd_floor(jacobian: torch.Tensor, numerical: torch.Tensor, eps: float, safety: float) -> torch.Tensor:
     """autograd's own rounding: ε times the scale of the entry's row and column, of either Jacobian."""
     both = torch.maximum(jacobian.abs(), numerical.abs().nan_to_num(0.0))
     return safety * eps * torch.maximum(both.amax(1, keepdim=True), both.amax(0, keepdim=True))
-
-
-def _kinks(evaluate: _Evaluator, x: torch.Tensor, steps: torch.Tensor, scale: torch.Tensor,
-           eps: float) -> torch.Tensor:
-    """(m, n): one-sided differences D+ and D- whose gap does not halve with the step, above rounding."""
-    flat = x.reshape(-1)
-    n = flat.numel()
-    gaps, noise, points, used = [], [], [flat.unsqueeze(0)], []
-    for fraction in (1.0, 0.5):
-        wanted = (steps * fraction).to(x.dtype).to(x.device)
-        h = (flat + wanted) - flat
-        bump = torch.diag(h)
-        points += [flat + bump, flat - bump]
-        used.append(h.to(torch.float64).cpu().clamp_min(torch.finfo(torch.float64).tiny).unsqueeze(1))
-    values = evaluate(torch.cat(points))  # one batch: the centre, then ±h and ±h/2 per column
-    centre = values[:1]
-    for k, h64 in enumerate(used):
-        plus, minus = values[1 + 2 * k * n: 1 + (2 * k + 1) * n], values[1 + (2 * k + 1) * n: 1 + (2 * k + 2) * n]
-        gaps.append(((plus - centre) / h64 - (centre - minus) / h64).abs().T.cpu())
-        noise.append(2 * eps * scale / h64.T)
-    coarse, fine = gaps
-    return (fine > KINK_RATIO * coarse) & (fine > KINK_NOISE * noise[1])
 
 
 def _autograd_jacobian(f: Function, x: torch.Tensor, mode: Mode) -> tuple[torch.Tensor, Mode, str]:
