@@ -418,11 +418,12 @@ class _Search:
         self.h0 = h0
         floor = eps ** 0.75
         self.max_levels = max(3, math.ceil(math.log2(h0 / floor)) + 1)
-        self.differences = torch.full((self.max_levels, n, m), float("nan"), dtype=torch.float64)
+        # Rows per level, grown as deeper levels are needed (most columns stop at the third).
+        self.differences = torch.full((3, n, m), float("nan"), dtype=torch.float64)
         # |f(x + h) + f(x - h) - 2 f(x)| / h = |D+ - D-|, the gap between one-sided differences, per level:
         # the kink test reads it from the same evaluations.
-        self.gaps = torch.full((self.max_levels, n, m), float("nan"), dtype=torch.float64)
-        self.h = torch.full((self.max_levels, n), float("nan"), dtype=torch.float64)
+        self.gaps = torch.full((3, n, m), float("nan"), dtype=torch.float64)
+        self.h = torch.full((3, n), float("nan"), dtype=torch.float64)
         self.levels = torch.zeros(n, dtype=torch.int64)
         self.active = torch.ones(n, dtype=torch.bool)
         self.depth = 0  # levels computed for at least one column
@@ -456,6 +457,7 @@ class _Search:
         if not points:
             return
         values = self.evaluate(torch.cat(points))
+        self._grow(max(level for level, _, _ in done) + 1)
         start = 0
         for level, used, h64 in done:
             count = used.numel()
@@ -466,6 +468,15 @@ class _Search:
             self.h[level, used] = h64
             self.levels[used] = level + 1
             self.depth, self._chosen = max(self.depth, level + 1), None
+
+    def _grow(self, depth: int) -> None:
+        """Room for `depth` levels in the per-level tables (NaN where a level is not computed)."""
+        missing = depth - self.h.shape[0]
+        if missing > 0:
+            def more(table: torch.Tensor) -> torch.Tensor:
+                return torch.cat([table, torch.full((missing, *table.shape[1:]), float("nan"), dtype=table.dtype)])
+
+            self.differences, self.gaps, self.h = more(self.differences), more(self.gaps), more(self.h)
 
     def windows(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Per window k (steps k, k+1, k+2): Neville's T22 (k, n, m), Ridders' error and the finest step."""
