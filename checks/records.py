@@ -1,12 +1,31 @@
 """Check records: one per check, device, dtype and way of observing, serialisable to JSON.
 
 A record is a superset of {"function", "x", "analytical_gradient", "observed_gradient", "executed"}.
+
+Collection at execution: every executed Record is collected when it is constructed, whoever builds it
+(checks.execute, checks.passes, checks.higher, checks.witness, ...), whether or not it is ever displayed.
+A check that is printed, assigned, shown with .frame() or hidden in a remove-output cell is still a
+check. The book's ledger is built from what was collected, never from what was shown:
+
+- In any process, collected() returns the executed records constructed so far, in the order first seen;
+  the same id constructed again (a re-run cell, dataclasses.replace) keeps the last one.
+- When the environment variable CHECKS_RECORDS (RECORDS_VARIABLE) names a file, each executed record is
+  also appended to it as one JSON line, with a single O_APPEND write. checks.sphinxext sets it to a
+  per-chapter file (records_path(doctreedir, docname)) before the chapter is executed; the kernel
+  inherits it, and the extension reads the file back when the chapter has been read.
+  Anyone executing a chapter another way (a pool of kernels, say) gives that kernel
+  checks.sphinxext.kernel_environment(app, docname): one variable, one file per chapter, so chapters
+  running at the same time never share a file.
+- Records loaded back from JSON (from_dict, from_json, load_records) are not collected: they were
+  executed elsewhere.
 """
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
+import os
 import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
@@ -19,6 +38,12 @@ Provenance = Literal["stored", "returned", "numerical"]
 # them, and the tests (python -m checks on the built ledger) fail on them.
 Outcome = Literal["planned", "pass", "expected failure", "unexpected failure", "unexpected pass"]
 PROBLEMS: tuple[Outcome, ...] = ("unexpected failure", "unexpected pass")
+# Names the file (one per chapter) each executed record is appended to, as one JSON line.
+RECORDS_VARIABLE = "CHECKS_RECORDS"
+
+_collected: dict[str, Record] = {}
+# True while records are loaded back from JSON: those were executed (and collected) elsewhere.
+_loading: contextvars.ContextVar[bool] = contextvars.ContextVar("checks_records_loading", default=False)
 
 
 @dataclass(frozen=True)
@@ -59,6 +84,8 @@ class Record:
     def __post_init__(self) -> None:
         if not self.id:
             object.__setattr__(self, "id", record_id(self))
+        if self.executed is True and not _loading.get():
+            collect(self)
 
     @property
     def passed(self) -> bool:
@@ -82,7 +109,11 @@ class Record:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Record:
         known = {f.name for f in fields(cls)}
-        return cls(**{key: value for key, value in data.items() if key in known})
+        token = _loading.set(True)
+        try:
+            return cls(**{key: value for key, value in data.items() if key in known})
+        finally:
+            _loading.reset(token)
 
     @classmethod
     def from_json(cls, text: str) -> Record:
@@ -107,3 +138,41 @@ def dump_records(records: list[Record]) -> str:
 
 def load_records(text: str) -> list[Record]:
     return [Record.from_dict(item) for item in json.loads(text)]
+
+
+def collect(record: Record) -> None:
+    """Keep an executed record, and append it to the file CHECKS_RECORDS names (if any) as one JSON line."""
+    _collected[record.id] = record
+    target = os.environ.get(RECORDS_VARIABLE)
+    if target:
+        line = (json.dumps(record.to_dict(), sort_keys=True) + "\n").encode("utf-8")
+        descriptor = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(descriptor, line)
+        finally:
+            os.close(descriptor)
+
+
+def collected() -> list[Record]:
+    """Every executed record constructed in this process so far (the last one per id)."""
+    return list(_collected.values())
+
+
+def read_collected(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The records a CHECKS_RECORDS file holds, the last one per id, in the order first seen.
+
+    A missing file means nothing was executed. A line cut short (a kernel killed mid-write) is an error,
+    not a record silently lost.
+    """
+    try:
+        text = open(path, encoding="utf-8").read()
+    except FileNotFoundError:
+        return []
+    found: dict[str, dict[str, Any]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}, line {number}: not a complete record ({error})") from None
+        found[item["id"]] = item
+    return list(found.values())

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from sphinx.cmd.build import build_main
 
+import checks.fingerprint
 import checks.sphinxext
 
 from .conftest import jupyter_book
@@ -58,7 +59,7 @@ def test_fingerprint_follows_the_package_source(tmp_path: Path, monkeypatch: pyt
     package = tmp_path / "checks"
     package.mkdir()
     (package / "a.py").write_text("x = 1\n")
-    monkeypatch.setattr(checks.sphinxext, "PACKAGE", package)
+    monkeypatch.setattr(checks.fingerprint, "PACKAGE", package)
     before = checks.sphinxext.fingerprint()
     assert checks.sphinxext.fingerprint() == before
     (package / "a.py").write_text("x = 2\n")

@@ -15,6 +15,7 @@ import checks
 from checks import ledger
 from checks.__main__ import main
 from checks.display import records_html
+from checks.fingerprint import components
 
 SQUARE = checks.Expectation("x*x", lambda x: x * x, "2*x", lambda x: 2 * x, "power rule")
 WRONG = checks.Expectation("x*x", lambda x: x * x, "3*x", lambda x: 3 * x, "a wrong rule, on purpose")
@@ -94,7 +95,7 @@ def test_ledger_orders_failures_first_and_counts_per_outcome_and_device() -> Non
 
 
 def test_ledger_entries_are_a_superset_of_the_documented_record_shape() -> None:
-    item = json.loads(ledger.to_json(entries(run(SQUARE))))[0]
+    item = json.loads(ledger.to_json(entries(run(SQUARE))))["checks"][0]
     assert {"function": "x*x", "x": 3.0, "analytical_gradient": 6.0, "executed": True}.items() <= item.items()
     assert item["observed_gradient"] == pytest.approx(6.0)
     assert {"chapter", "page", "anchor", "outcome", "how", "tolerance", "verdict", "expected_failure"} <= set(item)
@@ -111,7 +112,13 @@ def test_ledger_html_links_each_row_to_its_chapter_and_offers_the_json() -> None
 
 
 def write(tmp_path: Path, items: list[ledger.Entry]) -> Path:
-    (tmp_path / ledger.LEDGER_JSON).write_text(ledger.to_json(items))
+    """A ledger as a finished build stamps it: this checkout's fingerprint, one chapter of these checks."""
+    source = tmp_path / "a.md"
+    source.write_text("# A chapter\n")
+    chapter = {"chapter": "A chapter", "page": "book/a.html", "source": "a.md",
+               "source_sha256": ledger.file_sha256(source), "executed": len(items), "execution": "force: succeeded"}
+    build = {"finished": True, "fingerprint": components(), "chapters": [chapter]}
+    (tmp_path / ledger.LEDGER_JSON).write_text(ledger.to_json(items, build))
     return tmp_path
 
 
