@@ -138,13 +138,103 @@ def test_command_line_lists_unexpected_failures_and_unexpected_passes(
     assert "- unexpected pass: x*x at x=3" in out and "declared expected_failure=True, but it passed" in out
 
 
-@pytest.mark.parametrize("content", [None, "not json", '{"a": 1}'])
-def test_command_line_refuses_a_missing_or_malformed_ledger(tmp_path: Path, content: str | None,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    if content is not None:
-        (tmp_path / ledger.LEDGER_JSON).write_text(content)
-    assert main([str(tmp_path)]) == 2
-    assert str(tmp_path) in capsys.readouterr().err
+def stamped(tmp_path: Path, change) -> Path:
+    """A sound ledger of one failure declared expected and one pass, then changed by change(data)."""
+    site = write(tmp_path, entries(run(SQUARE), run(WRONG, expected_failure=True)))
+    path = site / ledger.LEDGER_JSON
+    data = json.loads(path.read_text())
+    result = change(data)
+    path.write_bytes(result if isinstance(result, bytes) else json.dumps(data).encode())
+    return site
+
+
+def _set(where: str, key: str, value: object):
+    def change(data: dict) -> None:
+        target = {"check": data["checks"][0], "build": data["build"], "chapter": data["build"]["chapters"][0],
+                  "fingerprint": data["build"]["fingerprint"]}[where]
+        if value is DELETE:
+            del target[key]
+        else:
+            target[key] = value
+    return change
+
+
+DELETE = object()
+MALFORMED = {
+    "missing file": None,
+    "not JSON": lambda data: b"not json",
+    "not UTF-8": lambda data: b'{"build": {}, "checks": ["\xff\xfe"]}',
+    "a list, the old format": lambda data: json.dumps(data["checks"]).encode(),
+    "not an object": lambda data: b'"ledger"',
+    "no build stamp": lambda data: json.dumps({"checks": data["checks"]}).encode(),
+    "unfinished build": _set("build", "finished", False),
+    "no fingerprint": _set("build", "fingerprint", DELETE),
+    "a check that is not an object": lambda data: data["checks"].append("a check"),
+    "a check without an id": _set("check", "id", DELETE),
+    "a check without a verdict": _set("check", "verdict", DELETE),
+    "a check without an outcome": _set("check", "outcome", DELETE),
+    "a bogus outcome": _set("check", "outcome", "fine"),
+    "a planned verdict": _set("check", "verdict", "planned"),
+    "a verdict of True": _set("check", "verdict", True),
+    "expected_failure 'no'": _set("check", "expected_failure", "no"),
+    "expected_failure 0": _set("check", "expected_failure", 0),
+    "executed False": _set("check", "executed", False),
+    "x a string": _set("check", "x", "3"),
+    "a chapter without its source": _set("chapter", "source", DELETE),
+    "a chapter count that is not a number": _set("chapter", "executed", "2"),
+    "a chapter count of True": _set("chapter", "executed", True),
+    "another torch": _set("fingerprint", "torch", "1.0.0"),
+    "another checks package": _set("fingerprint", "checks source", "0" * 64),
+    "other devices": _set("fingerprint", "devices", "cpu,cuda"),
+    "another numpy": _set("fingerprint", "numpy", "0.1"),
+    "a chapter's source edited since": _set("chapter", "source_sha256", "0" * 64),
+    "a chapter's source gone": _set("chapter", "source", "gone.md"),
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+def test_command_line_refuses_a_missing_malformed_or_mismatched_ledger_in_one_line(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    change = MALFORMED[name]
+    site = tmp_path if change is None else stamped(tmp_path, change)
+    assert main([str(site)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("python -m checks: ") and str(tmp_path) in err and len(err.splitlines()) == 1
+
+
+PROBLEMATIC = {
+    "an empty ledger": (lambda data: (data["checks"].clear(), data["build"]["chapters"].clear()),
+                        "holds no checks"),
+    "a stored outcome the verdict contradicts": (_set("check", "outcome", "unexpected pass"), "stored outcome"),
+    "a check lost from the ledger": (lambda data: data["checks"].pop(), "2 checks executed, 1 in the ledger"),
+    "a chapter whose execution failed": (_set("chapter", "execution", "force: failed (ZeroDivisionError)"),
+                                         "checks after the error never ran"),
+    "a check from a page the build did not execute": (_set("check", "page", "book/b.html"),
+                                                      "which the build did not execute"),
+    "the same check twice": (lambda data: data["checks"].append(dict(data["checks"][0])), "in the ledger 2 times"),
+}
+
+
+@pytest.mark.parametrize("name", PROBLEMATIC)
+def test_command_line_lists_the_problems_of_a_readable_ledger(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    change, words = PROBLEMATIC[name]
+    assert main([str(stamped(tmp_path, change))]) == 1
+    assert words in capsys.readouterr().out
+
+
+def test_the_verifier_recomputes_the_outcome_instead_of_trusting_it(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    site = write(tmp_path, entries(run(WRONG)))
+    path = site / ledger.LEDGER_JSON
+    data = json.loads(path.read_text())
+    data["checks"][0]["outcome"] = "pass"  # a failure relabelled as a pass
+    path.write_text(json.dumps(data))
+    assert main([str(site)]) == 1
+    out = capsys.readouterr().out
+    assert "unexpected failure: x*x at x=3" in out and "stored outcome 'pass'" in out
 
 
 def test_python_dash_m_checks_runs_as_a_module(tmp_path: Path) -> None:
