@@ -21,6 +21,9 @@ from .tolerances import Tolerance, estimate_tolerance
 
 def execute(check: PlannedCheck) -> Record:
     """Run one planned check and return its executed record (a failed check is a record, not an error)."""
+    if not isinstance(check, PlannedCheck):
+        raise CheckInputError(f"execute() runs a PlannedCheck (one item of checks.plan(...)), got "
+                              f"{type(check).__name__}")
     torch.manual_seed(check.seed)
     x = check.x.to(device=check.device, dtype=to_dtype(check.dtype))
     if check.how == "numerical":
@@ -42,6 +45,9 @@ def _execute_numerical(check: PlannedCheck, x: torch.Tensor) -> Record:
 
 def _executed(check: PlannedCheck, record: Record, observed: torch.Tensor, tolerance: Tolerance) -> Record:
     comparison = compare(observed, check.expected, tolerance)
+    undiscriminating = _undiscriminating(check.expected, tolerance) if check.how == "numerical" else ""
+    if undiscriminating:
+        comparison = replace(comparison, passed=False, message=f"{undiscriminating}\n{comparison.message}")
     return replace(
         record,
         observed_gradient=observed.cpu().to(torch.float64).tolist(),
@@ -55,6 +61,24 @@ def _executed(check: PlannedCheck, record: Record, observed: torch.Tensor, toler
         device_name=device_name(check.device),
         environment=environment(check.seed),
     )
+
+
+def _undiscriminating(expected: torch.Tensor, tolerance: Tolerance) -> str:
+    """Why a numerical check cannot fail, or "": its allowance covers every non-zero expected element.
+
+    plan() refuses such a tolerance when it is known in advance; Richardson's own error estimate is known
+    only once the estimate has run. Where the allowance is as large as the gradient judged, a zero (or
+    sign-flipped) gradient would pass: a check that cannot discriminate, recorded as a failure.
+    """
+    size = expected.abs().reshape(-1)
+    allowed = tolerance.atol + tolerance.rtol * size
+    judged = size != 0
+    if not judged.any() or not bool((allowed[judged] >= size[judged]).all()):
+        return ""
+    index = int(size.argmax())
+    return (f"Cannot discriminate: the allowance {float(allowed[index]):.3g} is at least the expected gradient "
+            f"{float(size[index]):.3g} (flat index {index}); a zero gradient would pass too, so this is recorded "
+            f"as a failure")
 
 
 def run_plan(plan: Plan) -> Results:

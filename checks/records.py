@@ -27,8 +27,10 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, Literal
+
+from .errors import CheckInputError
 
 Number = float | int
 Value = Number | list[Any]
@@ -108,7 +110,13 @@ class Record:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Record:
+        if not isinstance(data, dict):
+            raise CheckInputError(f"a record is read from a dictionary, got {type(data).__name__}")
         known = {f.name for f in fields(cls)}
+        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+        missing = [name for name in required if name not in data]
+        if missing:
+            raise CheckInputError(f"a record needs {', '.join(missing)}; the dictionary lacks them")
         token = _loading.set(True)
         try:
             return cls(**{key: value for key, value in data.items() if key in known})
@@ -117,7 +125,7 @@ class Record:
 
     @classmethod
     def from_json(cls, text: str) -> Record:
-        return cls.from_dict(json.loads(text))
+        return cls.from_dict(_parse(text))
 
 
 def record_id(record: Record) -> str:
@@ -133,11 +141,23 @@ def record_id(record: Record) -> str:
 
 
 def dump_records(records: list[Record]) -> str:
+    if isinstance(records, Record) or not all(isinstance(record, Record) for record in records):
+        raise CheckInputError("dump_records needs a list of Records (a single one goes in a list: [record])")
     return json.dumps([record.to_dict() for record in records], sort_keys=True, indent=1)
 
 
 def load_records(text: str) -> list[Record]:
-    return [Record.from_dict(item) for item in json.loads(text)]
+    items = _parse(text)
+    if not isinstance(items, list):
+        raise CheckInputError(f"records are stored as a JSON list (dump_records), got {type(items).__name__}")
+    return [Record.from_dict(item) for item in items]
+
+
+def _parse(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (TypeError, json.JSONDecodeError) as error:
+        raise CheckInputError(f"records must be JSON text: {error}") from None
 
 
 def collect(record: Record) -> None:
