@@ -111,7 +111,7 @@ def write(path: Path, entries: Sequence[Entry], build: dict[str, Any]) -> None:
 REQUIRED: dict[str, type | tuple[type, ...]] = {
     "id": str, "check": str, "chapter": str, "page": str, "anchor": str, "function": str, "dtype": str,
     "device": str, "how": str, "verdict": str, "outcome": str, "message": str, "expected_failure": bool,
-    "executed": bool, "x": (int, float, list), "analytical_gradient": (int, float, list),
+    "executed": bool, "x": (int, float, list, dict), "analytical_gradient": (int, float, list, dict),
 }
 CHAPTER_KEYS: dict[str, type | tuple[type, ...]] = {
     "chapter": str, "page": str, "source": str, "source_sha256": str, "executed": int, "execution": str,

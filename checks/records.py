@@ -23,12 +23,16 @@ check. The book's ledger is built from what was collected, never from what was s
 from __future__ import annotations
 
 import contextvars
+import copy
 import hashlib
 import json
+import math
 import os
 import re
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal
+
+import torch
 
 from .errors import CheckInputError
 
@@ -103,7 +107,17 @@ class Record:
         return "pass" if self.passed else "unexpected failure"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The record's fields; values of more than FOLD_LIMIT numbers are folded (see fold)."""
+        large = _count(self.x) > FOLD_LIMIT
+        data = {f.name: getattr(self, f.name) if large and f.name in FOLDED else copy.deepcopy(getattr(self, f.name))
+                for f in fields(self)}
+        if large:
+            for name in FOLDED:
+                if data[name] is not None:
+                    data[name] = fold(data[name])
+            if self.observed_gradient is not None:
+                data["observed_gradient"]["worst"] = _worst(self.analytical_gradient, self.observed_gradient)
+        return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
@@ -126,6 +140,51 @@ class Record:
     @classmethod
     def from_json(cls, text: str) -> Record:
         return cls.from_dict(_parse(text))
+
+
+# Above this many input elements, a record's values are kept as summaries: a check of a 10⁶-element input
+# would otherwise write every value (tens of MB of JSON) into its page and the ledger.
+FOLD_LIMIT = 1000
+FOLDED = ("x", "analytical_gradient", "observed_gradient", "step", "error_estimate")
+WORST_KEPT = 10
+
+
+def fold(value: Value) -> dict[str, Any]:
+    """A large value as its shape, count, summary statistics and first and last few elements."""
+    tensor = torch.tensor(value, dtype=torch.float64)
+    flat = tensor.reshape(-1)
+    finite = flat[torch.isfinite(flat)]
+    return {
+        "folded": True,
+        "shape": list(tensor.shape),
+        "count": flat.numel(),
+        "min": float(finite.min()) if finite.numel() else None,
+        "max": float(finite.max()) if finite.numel() else None,
+        "mean": float(finite.mean()) if finite.numel() else None,
+        "non_finite": flat.numel() - finite.numel(),
+        "first": flat[:3].tolist(),
+        "last": flat[-3:].tolist(),
+    }
+
+
+def _worst(expected: Value, observed: Value) -> list[dict[str, Any]]:
+    """The elements where observed and expected differ most, with their indices: what a reader needs."""
+    wanted = torch.tensor(expected, dtype=torch.float64)
+    got = torch.tensor(observed, dtype=torch.float64)
+    difference = (got - wanted).abs().nan_to_num(nan=math.inf).reshape(-1)
+    order = difference.topk(min(WORST_KEPT, difference.numel())).indices
+    return [{"index": [int(i) for i in torch.unravel_index(index, wanted.shape)],
+             "expected": float(wanted.reshape(-1)[index]), "observed": float(got.reshape(-1)[index]),
+             "difference": float(difference[index])} for index in order]
+
+
+def _count(value: object) -> int:
+    """How many numbers a value holds (x is a number or a nested list of them)."""
+    count = 1
+    while isinstance(value, list):
+        count *= len(value)
+        value = value[0] if value else 0
+    return count
 
 
 def record_id(record: Record) -> str:

@@ -424,3 +424,33 @@ def test_bad_input_gets_a_named_error(name: str, call: Callable[[], object], err
         call()
     assert isinstance(caught.value, error), f"{type(caught.value).__name__}: {caught.value}"
     assert re.search(words, str(caught.value)), f"{words!r} not in: {caught.value}"
+
+
+# Silently wrong before: now right, and checked by what the reader gets back.
+
+def test_a_df_that_works_in_place_changes_neither_the_callers_x_nor_the_record() -> None:
+    in_place = checks.Expectation("x*x", lambda x: x * x, "2*x", lambda x: x.mul_(2), "power rule, in place")
+    x = vector(3.0)
+    record = checks.plan(in_place, x, devices="cpu").run().one()
+    assert x.tolist() == [3.0]
+    assert record.x == [3.0] and record.analytical_gradient == [6.0] and record.passed
+
+
+def test_a_zero_gradient_that_a_bfloat16_richardson_allowance_would_accept_is_a_failure() -> None:
+    wrong_zero = checks.Expectation("sin(x)", torch.sin, "0", torch.zeros_like, "a missing derivative, on purpose")
+    record = checks.plan(wrong_zero, 1.0, devices="cpu", how="numerical", method="richardson",
+                         dtypes="bfloat16").run().one()
+    assert record.verdict == "fail"
+    assert record.message.startswith("Cannot discriminate")
+    # The same estimate in float32 discriminates, and fails as any wrong derivative does.
+    finer = checks.plan(wrong_zero, 1.0, devices="cpu", how="numerical", method="richardson",
+                        dtypes="float32").run().one()
+    assert finer.verdict == "fail" and finer.message.startswith("Gradients are not close!")
+
+
+def test_a_true_zero_gradient_estimated_numerically_still_passes() -> None:
+    cube = checks.Expectation("(x**3).sum()", lambda x: (x**3).sum(), "3*x**2", lambda x: 3 * x**2, "power rule")
+    for dtype in ("bfloat16", "float64"):
+        record = checks.plan(cube, [0.0, 1.0], devices="cpu", how="numerical", method="richardson",
+                             dtypes=dtype).run().one()
+        assert record.passed, record.message

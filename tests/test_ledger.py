@@ -261,3 +261,49 @@ def test_each_lambda_shows_its_own_expression_when_several_share_a_line() -> Non
     code = source_code(checks.Expectation(function="3*x**2", f=lambda x: 3 * x**2, gradient="6*x", df=lambda x: 6 * x,
                                           source="power rule"))
     assert code == {"f": "lambda x: 3 * x**2", "df": "lambda x: 6 * x"}
+
+
+def test_every_executed_record_is_collected_when_constructed_and_loaded_ones_are_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from checks.records import RECORDS_VARIABLE, collected, read_collected
+
+    target = tmp_path / "chapter.jsonl"
+    monkeypatch.setenv(RECORDS_VARIABLE, str(target))
+    record = run(WRONG, x=11.0)  # never displayed
+    assert record in collected()
+    assert [item["id"] for item in read_collected(target)] == [record.id]
+    declared = replace(record, expected_failure=True)  # the same id constructed again: the last one is kept
+    assert [item["expected_failure"] for item in read_collected(target)] == [True]
+    assert declared in collected() and record not in collected()
+    checks.load_records(checks.dump_records([run(SQUARE, x=12.0)]))
+    lines = target.read_text().splitlines()
+    assert len(lines) == 3  # the record run, its replacement, and the run of x=12, but not the one loaded back
+    assert not checks.plan(SQUARE, 13.0, devices="cpu").records()[0].executed  # a plan is not collected
+
+
+def test_a_record_file_cut_short_is_an_error_not_a_lost_record(tmp_path: Path) -> None:
+    from checks.records import read_collected
+
+    target = tmp_path / "chapter.jsonl"
+    target.write_text(run(SQUARE).to_json() + "\n" + run(WRONG).to_json()[:40])
+    with pytest.raises(ValueError, match="line 2: not a complete record"):
+        read_collected(target)
+
+
+def test_a_large_check_is_folded_in_its_json_and_the_ledger_still_verifies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    total = checks.Expectation("x.sum()", lambda x: x.sum(), "1", torch.ones_like, "sum rule")
+    x = torch.linspace(-1.0, 1.0, 20_000, dtype=torch.float64)
+    record = checks.plan(total, x, devices="cpu").run().one()
+    data = record.to_dict()
+    assert len(record.to_json()) < 10_000  # 20 000 values each in x, expected and observed would be ~1 MB
+    assert data["x"]["count"] == 20_000 and data["x"]["shape"] == [20_000]
+    assert data["x"]["min"] == -1.0 and data["x"]["max"] == 1.0
+    assert data["observed_gradient"]["worst"][0]["difference"] == record.abs_error
+    assert record.x == x.tolist()  # the record itself keeps every value; only what is written is folded
+    assert main([str(write(tmp_path, entries(record)))]) == 0
+    assert "20000 values" in BeautifulSoup(records_html([checks.Record.from_dict(data)]), "html.parser").get_text()
