@@ -192,6 +192,9 @@ def record_id(record: Record) -> str:
     # The expected formula is part of the check: a second expectation of the same function is another check.
     parts = [record.check, record.function, record.gradient_formula, record.x, record.how, record.dtype,
              record.device]
+    # So is the same check held to another tolerance, or declared an expected failure: both are claims,
+    # and a chapter that shows both must not give them one anchor (the ledger keeps the last per id).
+    parts += [record.tolerance.get("rtol"), record.tolerance.get("atol"), record.expected_failure]
     # Two numerical methods on the same check are two checks; other records keep their ids unchanged.
     key = json.dumps(parts + [record.method] if record.method else parts)
     slug = re.sub(r"[^a-z0-9]+", "-", record.check.lower()).strip("-")[:40] or "check"
