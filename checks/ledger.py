@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .display import HOW_WORDS, cell_text
+from .display import HOW_WORDS, RECORDS_MIME, cell_text
 from .errors import CheckInputError
 from .fingerprint import components
 from .records import PROBLEMS, Record
@@ -52,9 +52,13 @@ COLUMNS = {
 }
 
 
-def entry(record: Record, *, chapter: str, page: str) -> Entry:
-    """A record as the ledger keeps it: its fields, where it is shown, and its outcome."""
-    return {**record.to_dict(), "chapter": chapter, "page": page, "anchor": record.id, "outcome": record.outcome}
+def entry(record: Record, *, chapter: str, page: str, shown: bool = True) -> Entry:
+    """A record as the ledger keeps it: its fields, where it is shown, and its outcome.
+
+    anchor is the record's row on its page, or "" for a check the page executed but does not display.
+    """
+    return {**record.to_dict(), "chapter": chapter, "page": page, "anchor": record.id if shown else "",
+            "outcome": record.outcome}
 
 
 def ordered(entries: Sequence[Entry]) -> list[Entry]:
@@ -116,7 +120,8 @@ REQUIRED: dict[str, type | tuple[type, ...]] = {
 CHAPTER_KEYS: dict[str, type | tuple[type, ...]] = {
     "chapter": str, "page": str, "source": str, "source_sha256": str, "executed": int, "execution": str,
 }
-EMBEDDED = re.compile(r'<script type="application/vnd\.checks\.records\+json">(.*?)</script>', re.DOTALL)
+# The records a page embeds beside its tables (display.embed): each must be in the ledger.
+EMBEDDED = re.compile(rf'<script type="{re.escape(RECORDS_MIME)}">(.*?)</script>', re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -258,7 +263,7 @@ def verify(found: Ledger) -> list[str]:
     for item in ordered_by_recomputed(entries):
         outcome = outcome_of(item)
         if outcome != item["outcome"]:
-            lines.append(f"- {item['check']} [{item['page']}#{item['anchor']}]: stored outcome {item['outcome']!r}, "
+            lines.append(f"- {item['check']} [{_where(item)}]: stored outcome {item['outcome']!r}, "
                          f"but verdict {item['verdict']!r} with expected_failure={item['expected_failure']} "
                          f"is {outcome!r}")
         if outcome in PROBLEMS:
@@ -266,10 +271,14 @@ def verify(found: Ledger) -> list[str]:
     return lines
 
 
+def _where(item: Entry) -> str:
+    return f"{item['page']}#{item['anchor']}" if item["anchor"] else f"{item['page']}, not displayed there"
+
+
 def _described(item: Entry, outcome: str) -> list[str]:
     """An unexpected failure or pass: what, where, and its discrepancy."""
     lines = [f"- {outcome}: {item['check']} ({item['dtype']} on {item['device']}, {item['how']}) "
-             f"in {item['chapter']} [{item['page']}#{item['anchor']}]"]
+             f"in {item['chapter']} [{_where(item)}]"]
     if outcome == "unexpected pass":
         lines.append("    declared expected_failure=True, but it passed: the demonstration shows nothing")
     else:

@@ -65,6 +65,8 @@ def kernel_environment(app: Sphinx, docname: str) -> dict[str, str]:
 
 
 def _set_fingerprint(app: Sphinx, config: Config) -> None:
+    # The ledger is stamped with what the chapters ran with: taken now, not when the build ends.
+    app.checks_fingerprint = build_fingerprint.components()
     config.checks_fingerprint = fingerprint()
 
 
@@ -85,7 +87,7 @@ class LedgerDirective(SphinxDirective):
 
 
 def _chapters(env: BuildEnvironment) -> dict[str, dict]:
-    """docname -> {"records": [...], "executed": n, "execution": how myst-nb executed it}."""
+    """docname -> {"records": [...], "executed": n, "shown": ids displayed, "execution": how it was executed}."""
     if not hasattr(env, "checks_chapters"):
         env.checks_chapters = {}
     return env.checks_chapters
@@ -122,8 +124,14 @@ def _collect(app: Sphinx, doctree: nodes.document) -> None:
     path.unlink(missing_ok=True)
     execution = _execution(app.env, docname)
     if records or execution:
-        _chapters(app.env)[docname] = {"records": records, "executed": len(records),
+        _chapters(app.env)[docname] = {"records": records, "executed": len(records), "shown": _shown(doctree),
                                        "execution": execution or "not executed"}
+
+
+def _shown(doctree: nodes.document) -> set[str]:
+    """The ids of the records the chapter's tables display (and so anchor); the others are only executed."""
+    return {record["id"] for raw in doctree.findall(nodes.raw) if "html" in raw.get("format", "").split()
+            for payload in ledger.EMBEDDED.findall(raw.astext()) for record in json.loads(payload)}
 
 
 def _execution(env: BuildEnvironment, docname: str) -> str:
@@ -179,7 +187,7 @@ def entries(app: Sphinx) -> list[ledger.Entry]:
     chapters = _chapters(app.env)
     return [
         ledger.entry(Record.from_dict(record), chapter=app.env.titles[docname].astext(),
-                     page=app.builder.get_target_uri(docname))
+                     page=app.builder.get_target_uri(docname), shown=record["id"] in chapters[docname]["shown"])
         for docname in _book_order(app.env) if docname in chapters
         for record in chapters[docname]["records"]
     ]
@@ -191,7 +199,7 @@ def _stamp(app: Sphinx) -> dict:
     chapters = _chapters(app.env)
     return {
         "finished": True,
-        "fingerprint": build_fingerprint.components(),
+        "fingerprint": app.checks_fingerprint,
         "chapters": [
             {"chapter": app.env.titles[docname].astext(), "page": app.builder.get_target_uri(docname),
              "source": Path(os.path.relpath(app.env.doc2path(docname), here)).as_posix(),
@@ -210,7 +218,8 @@ def _place_ledger(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     target = {app.builder.get_target_uri(name): name for name in app.env.all_docs}
 
     def link(item: ledger.Entry) -> str:
-        return f"{app.builder.get_relative_uri(docname, target[item['page']])}#{item['anchor']}"
+        uri = app.builder.get_relative_uri(docname, target[item["page"]])
+        return f"{uri}#{item['anchor']}" if item["anchor"] else uri
 
     table = ledger.ledger_html(entries(app), link=link, json_href=posixpath.relpath(ledger.LEDGER_JSON, here or "."))
     for placeholder in placeholders:
@@ -254,4 +263,4 @@ def setup(app: Sphinx) -> dict:
     app.connect("doctree-resolved", _place_ledger)
     app.connect("build-finished", _write_json)
     app.connect("build-finished", _refresh_static)
-    return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True, "env_version": 3}
+    return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True, "env_version": 4}

@@ -39,11 +39,15 @@ def test_a_check_printed_assigned_framed_or_hidden_reaches_the_ledger(tmp_path: 
     assert sorted(item["x"] for item in items) == [2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
     shown = {record["id"] for record in embedded_records(page(html, "book/hidden.html"))}
     assert len(shown) == 1, "only the last cell displays a table"
+    assert [item["anchor"] for item in items if item["anchor"]] == list(shown)
     assert len(ledger_rows(html)) == 6
+    links = [link["href"] for link in page(html, "book/ledger.html").select("table.checks-ledger td.checks-chapter a")]
+    assert sorted(links) == sorted(["hidden.html"] * 5 + [f"hidden.html#{next(iter(shown))}"])
     result = verify(html)
     assert result.returncode == 1, result.stdout + result.stderr
-    for x in (2, 3, 4, 6, 7):  # each undisplayed failure is named
-        assert f"unexpected failure: x*x at x={x} " in result.stdout
+    for x in (2, 3, 4, 6, 7):  # each undisplayed failure is named, and where it ran
+        assert f"unexpected failure: x*x at x={x} (float64 on cpu, stored) in Hidden [book/hidden.html, not " \
+               f"displayed there]" in result.stdout
     assert "6 checks: 5 unexpected failure, 1 pass" in result.stdout
 
 
