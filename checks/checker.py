@@ -34,6 +34,7 @@ import torch
 from .dtypes import dtype_name
 from .errors import CheckInputError, DtypeError, NaNInputError
 from .numerical import Estimate, default_step, estimate_jacobian, machine_epsilon, require_memory
+from .observe import in_place_named
 from .validate import flag, memory, number
 
 Function = Callable[[torch.Tensor], torch.Tensor]
@@ -225,7 +226,8 @@ def _autograd_jacobian(f: Function, x: torch.Tensor, mode: Mode) -> tuple[torch.
     except (RuntimeError, NotImplementedError) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     leaf = x.clone().requires_grad_(True)
-    jacobian = torch.autograd.functional.jacobian(f, leaf)
+    with in_place_named():
+        jacobian = torch.autograd.functional.jacobian(f, leaf)
     return _flat(jacobian, x), "reverse", f"torch.func.{transform.__name__} could not transform f ({reason}); " \
         "reverse mode by torch.autograd.functional.jacobian instead"
 

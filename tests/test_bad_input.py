@@ -348,6 +348,10 @@ CASES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("check_jacobian step negative", check_jacobian(step=-1e-3), E, "step"),
     ("check_jacobian kinks a string", check_jacobian(kinks="no"), E, "kinks"),
     ("check_jacobian of 3e4 inputs", check_jacobian(torch.zeros(30_000, dtype=torch.float64)), E, "GB"),
+    ("plan f that works in place", lambda: checks.plan(checks.Expectation(
+        "(2x)^2", lambda x: (x.mul_(2) ** 2).sum(), "8x", lambda x: 8 * x, "chain rule"), [1.0, 2.0],
+        devices="cpu").run(), E, "in place"),
+    ("check_jacobian f that works in place", check_jacobian(f=lambda x: x.mul_(2) ** 2), E, "in place"),
     # Records.
     ("Record.from_dict empty", lambda: checks.Record.from_dict({}), E, "check"),
     ("Record.from_dict not a dict", lambda: checks.Record.from_dict("a record"), E, "dictionary"),
