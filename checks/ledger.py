@@ -4,8 +4,9 @@ An entry is a record's dictionary plus where it was shown: the chapter's title, 
 anchor on that page, and its outcome (the verdict read with the expected-failure flag). The Sphinx
 extension collects the entries as the chapters execute (checks.records) and writes ledger.json:
 
-    {"build": {"finished": true, "fingerprint": {...}, "chapters": [{"chapter", "page", "source",
-     "source_sha256", "executed", "execution"}, ...]}, "checks": [entry, ...]}
+    {"build": {"finished": true, "fingerprint": {...}, "sources": the source folder relative to this one,
+     "chapters": [{"chapter", "page", "source", "source_sha256", "executed", "execution"}, ...]},
+     "checks": [entry, ...]}
 
 `python -m checks` reads it back (read), refuses one that is malformed or does not match the sources
 beside it (CheckInputError), and lists its problems (verify).
@@ -160,8 +161,10 @@ def read(path: str | Path) -> Ledger:
     build, entries = data["build"], data["checks"]
     if build.get("finished") is not True:
         raise CheckInputError(f"{path} is from a build that did not finish; rebuild the book")
-    if not isinstance(build.get("fingerprint"), dict) or not isinstance(build.get("chapters"), list):
-        raise CheckInputError(f"{path} has no fingerprint or chapter list in its build stamp; rebuild the book")
+    if not (isinstance(build.get("fingerprint"), dict) and isinstance(build.get("chapters"), list)
+            and isinstance(build.get("sources"), str)):
+        raise CheckInputError(f"{path} lacks the fingerprint, the sources folder or the chapter list in its build "
+                              f"stamp; rebuild the book")
     for number, chapter in enumerate(build["chapters"]):
         _require_shape(chapter, CHAPTER_KEYS, f"{path}: chapter {number} of the build stamp")
     for number, item in enumerate(entries):
@@ -207,7 +210,7 @@ def source_mismatches(found: Ledger) -> list[str]:
         if built.get(name) != now.get(name):
             differences.append(f"{name}: built with {_short(built.get(name))}, here {_short(now.get(name))}")
     for chapter in found.build["chapters"]:
-        source = found.path.parent / chapter["source"]
+        source = found.path.parent / found.build["sources"] / chapter["source"]
         if not source.is_file():
             differences.append(f"{chapter['chapter']}: its source {source} is not there")
         elif file_sha256(source) != chapter["source_sha256"]:

@@ -194,15 +194,19 @@ def entries(app: Sphinx) -> list[ledger.Entry]:
 
 
 def _stamp(app: Sphinx) -> dict:
-    """What the ledger was built from: the fingerprint's parts and each executed chapter's source."""
-    here = Path(app.outdir)
+    """What the ledger was built from: the fingerprint's parts and each executed chapter's source.
+
+    sources is the source folder relative to the ledger's, so only it differs between two builds of the
+    same sources into different folders; each chapter's source is relative to that folder.
+    """
     chapters = _chapters(app.env)
     return {
         "finished": True,
         "fingerprint": app.checks_fingerprint,
+        "sources": Path(os.path.relpath(app.srcdir, app.outdir)).as_posix(),
         "chapters": [
             {"chapter": app.env.titles[docname].astext(), "page": app.builder.get_target_uri(docname),
-             "source": Path(os.path.relpath(app.env.doc2path(docname), here)).as_posix(),
+             "source": Path(app.env.doc2path(docname)).relative_to(app.srcdir).as_posix(),
              "source_sha256": ledger.file_sha256(Path(app.env.doc2path(docname))),
              "executed": chapters[docname]["executed"], "execution": chapters[docname]["execution"]}
             for docname in _book_order(app.env) if docname in chapters

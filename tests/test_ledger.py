@@ -117,7 +117,7 @@ def write(tmp_path: Path, items: list[ledger.Entry]) -> Path:
     source.write_text("# A chapter\n")
     chapter = {"chapter": "A chapter", "page": "book/a.html", "source": "a.md",
                "source_sha256": ledger.file_sha256(source), "executed": len(items), "execution": "force: succeeded"}
-    build = {"finished": True, "fingerprint": components(), "chapters": [chapter]}
+    build = {"finished": True, "fingerprint": components(), "sources": ".", "chapters": [chapter]}
     (tmp_path / ledger.LEDGER_JSON).write_text(ledger.to_json(items, build))
     return tmp_path
 
@@ -169,6 +169,8 @@ MALFORMED = {
     "no build stamp": lambda data: json.dumps({"checks": data["checks"]}).encode(),
     "unfinished build": _set("build", "finished", False),
     "no fingerprint": _set("build", "fingerprint", DELETE),
+    "no sources folder": _set("build", "sources", DELETE),
+    "sources elsewhere": _set("build", "sources", "elsewhere"),
     "a check that is not an object": lambda data: data["checks"].append("a check"),
     "a check without an id": _set("check", "id", DELETE),
     "a check without a verdict": _set("check", "verdict", DELETE),
