@@ -1,7 +1,8 @@
 """checks: the gradient checks behind every number in the book.
 
 Data flows one way: an Expectation is written first -> plan() lays out the checks (executed: false)
--> Plan.run() executes them on each device and dtype -> Records -> tables on the page, and the ledger.
+-> Plan.run(code) runs the reader's own PyTorch on each device and dtype (checks.witness; scripts of
+passes on one leaf: checks.run_script) -> Records -> tables on the page, and the ledger.
 """
 
 from .checker import CheckReport, Element, check_jacobian
@@ -19,20 +20,11 @@ from .errors import (
 from .execute import Results, execute
 from .expectations import Expectation
 from .numerical import Estimate, estimate_gradient, estimate_jacobian
-from .passes import (
-    PassTable,
-    Step,
-    expect_passes,
-    non_leaf_passes,
-    provenance_frame,
-    provenance_table,
-    run_passes,
-    second_derivative_passes,
-    unused_input_passes,
-)
 from .plan import Plan, PlannedCheck, plan
 from .records import Record, dump_records, load_records
+from .tables import Quote, ScriptResults, plain, provenance_frame, provenance_table
 from .tolerances import Tolerance, ToleranceChange, default_tolerance, estimate_tolerance, numerical_tolerance
+from .witness import See, captured, run_script, witness
 
 __all__ = [
     "CheckInputError",
@@ -44,18 +36,20 @@ __all__ = [
     "Expectation",
     "NaNInputError",
     "NonScalarOutputError",
-    "PassTable",
     "Plan",
+    "Quote",
     "PlannedCheck",
     "Record",
     "Results",
+    "ScriptResults",
+    "See",
     "ShapeMismatchError",
-    "Step",
     "StepError",
     "Tolerance",
     "ToleranceChange",
     "ToleranceChangeError",
     "available_devices",
+    "captured",
     "check_jacobian",
     "default_tolerance",
     "detected_devices",
@@ -64,14 +58,12 @@ __all__ = [
     "estimate_jacobian",
     "estimate_tolerance",
     "execute",
-    "expect_passes",
     "load_records",
-    "non_leaf_passes",
     "numerical_tolerance",
+    "plain",
     "plan",
     "provenance_frame",
     "provenance_table",
-    "run_passes",
-    "second_derivative_passes",
-    "unused_input_passes",
+    "run_script",
+    "witness",
 ]

@@ -51,7 +51,12 @@ METHOD_WORDS = {
 HOW_WORDS = {
     "stored": "stored in .grad by backward()",
     "returned": "returned by autograd.grad",
+    "create_graph": "returned by autograd.grad with create_graph=True",
+    "jacrev": "reverse mode, torch.func.jacrev",
+    "jacfwd": "forward mode, torch.func.jacfwd",
+    "hessian": "torch.func.hessian",
     "numerical": "numerical estimate",
+    "gradcheck": "torch.autograd.gradcheck",
 }
 
 

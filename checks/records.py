@@ -3,7 +3,7 @@
 A record is a superset of {"function", "x", "analytical_gradient", "observed_gradient", "executed"}.
 
 Collection at execution: every executed Record is collected when it is constructed, whoever builds it
-(checks.execute, checks.passes, checks.higher, checks.witness, ...), whether or not it is ever displayed.
+(checks.execute, checks.higher, checks.witness, ...), whether or not it is ever displayed.
 A check that is printed, assigned, shown with .frame() or hidden in a remove-output cell is still a
 check. The book's ledger is built from what was collected, never from what was shown:
 
@@ -30,7 +30,7 @@ import math
 import os
 import re
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import torch
 
@@ -39,7 +39,13 @@ from .errors import CheckInputError
 Number = float | int
 Value = Number | list[Any]
 Verdict = Literal["planned", "pass", "fail"]
-Provenance = Literal["stored", "returned", "numerical"]
+# How an observed value was produced: backward() into .grad ("stored"), torch.autograd.grad ("returned";
+# "create_graph" when it kept a graph to differentiate again), torch.func's reverse and forward mode
+# ("jacrev", "jacfwd") and "hessian", a finite-difference estimate ("numerical"), or gradcheck's own.
+Provenance = Literal["stored", "returned", "create_graph", "jacrev", "jacfwd", "hessian", "numerical", "gradcheck"]
+PROVENANCES: tuple[Provenance, ...] = get_args(Provenance)
+# The keys every record has, and the seed of the book shows literally (Record.summary()).
+SUMMARY_KEYS = ("function", "x", "analytical_gradient", "observed_gradient", "executed")
 # A verdict read together with the expected-failure flag. The last two are problems: the book still shows
 # them, and the tests (python -m checks on the built ledger) fail on them.
 Outcome = Literal["planned", "pass", "expected failure", "unexpected failure", "unexpected pass"]
@@ -119,6 +125,10 @@ class Record:
                 data["observed_gradient"]["worst"] = _worst(self.analytical_gradient, self.observed_gradient)
         return data
 
+    def summary(self) -> Summary:
+        """The documented keys only, shown as JSON: {"function": "x*x", "x": 3, ..., "executed": false}."""
+        return Summary({key: _json_number(getattr(self, key)) for key in SUMMARY_KEYS})
+
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
 
@@ -185,6 +195,27 @@ def _count(value: object) -> int:
         count *= len(value)
         value = value[0] if value else 0
     return count
+
+
+class Summary(dict):
+    """A record's documented keys; its repr is the JSON a reader would write down (null, false, 3)."""
+
+    def __repr__(self) -> str:
+        return json.dumps(self)
+
+    def _repr_html_(self) -> str:
+        # Wrapped at its spaces, so the whole record is in view on a phone; the text is unchanged.
+        text = json.dumps(self).replace("&", "&amp;").replace("<", "&lt;")
+        return f'<pre class="checks-summary" style="white-space: pre-wrap; overflow-wrap: anywhere;">{text}</pre>'
+
+
+def _json_number(value: Any) -> Any:
+    """Whole floats as integers (3.0 -> 3): in JSON they are the same number, and 3 is what was written."""
+    if isinstance(value, list):
+        return [_json_number(item) for item in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def record_id(record: Record) -> str:

@@ -26,9 +26,7 @@ from checks import (
 SQUARE = checks.Expectation("x*x", lambda x: x * x, "2*x", lambda x: 2 * x, "power rule")
 SINE = checks.Expectation("sin(x)", torch.sin, "cos(x)", torch.cos, "d/dx sin x = cos x")
 TOTAL = checks.Expectation("(x*x).sum()", lambda x: (x * x).sum(), "2*x", lambda x: 2 * x, "power rule")
-DERIVATIVE = checks.Expectation("2*x", lambda x: 2 * x, "2", lambda x: torch.full_like(x, 2.0), "constant")
 TOL = checks.default_tolerance("float64")
-STEPS = [checks.Step("backward")]
 
 
 def vector(*values: float, dtype: torch.dtype = torch.float64) -> torch.Tensor:
@@ -77,23 +75,29 @@ def check_jacobian(x: object = None, f: object = torch.sin, **options: object) -
     return lambda: checks.check_jacobian(f, vector(1.0, 2.0) if x is None else x, **options)
 
 
-def passes(x: object = 1.0, steps: object = STEPS, **options: object) -> Callable[[], object]:
-    return lambda: checks.run_passes(SQUARE, x, steps, **{"devices": "cpu", **options})
+def stored_code(x: torch.Tensor) -> torch.Tensor:
+    (x * x).backward()
+    return x.grad
 
 
-def non_leaf(**options: object) -> Callable[[], object]:
-    arguments = {"outer": SQUARE, "inner": lambda x: 2 * x, "inner_text": "2*x", "x": 1.0, **options}
-    return lambda: checks.non_leaf_passes(**arguments)
+def witness(*code: object, x: object = 1.0, **options: object) -> Callable[[], object]:
+    return lambda: checks.witness(SQUARE, x, *code, **{"devices": "cpu", **options})
 
 
-def second(**options: object) -> Callable[[], object]:
-    arguments = {"first": SQUARE, "second": DERIVATIVE, "x": 1.0, **options}
-    return lambda: checks.second_derivative_passes(**arguments)
+def seen(x: torch.Tensor, see: object) -> None:
+    (x * x).backward()
+    see(x.grad, expected=2 * x.detach(), what="backward()")
 
 
-def unused(**options: object) -> Callable[[], object]:
-    arguments = {"expectation": SQUARE, "x": 1.0, "u": 2.0, **options}
-    return lambda: checks.unused_input_passes(**arguments)
+def twice(x: torch.Tensor, see: object) -> None:
+    (x * x).backward()
+    see(x.grad, expected=2 * x.detach(), what="backward()")
+    see(x.grad, expected=2 * x.detach(), what="backward()")
+
+
+def script(script_code: object = seen, **options: object) -> Callable[[], object]:
+    arguments = {"x": 1.0, "expectation": SQUARE, "devices": "cpu", **options}
+    return lambda: checks.run_script(script_code, **arguments)
 
 
 def executed_record() -> checks.Record:
@@ -361,52 +365,46 @@ CASES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("load_records a list of numbers", lambda: checks.load_records("[1]"), E, "dictionary"),
     ("dump_records of something else", lambda: checks.dump_records(["a record"]), E, "Record"),
     ("dump_records of one record, not a list", lambda: checks.dump_records(executed_record()), E, "Record"),
-    # Passes.
-    ("Step action unknown", lambda: checks.Step("forward"), E, "action"),
-    ("Step action None", lambda: checks.Step(None), E, "action"),
-    ("Step reset unknown", lambda: checks.Step("backward", reset="zero"), E, "reset"),
-    ("Step fresh_forward a string", lambda: checks.Step("backward", fresh_forward="no"), E, "fresh_forward"),
-    ("Step retain_graph 1", lambda: checks.Step("backward", retain_graph=1), E, "retain_graph"),
-    ("expect_passes without an Expectation", lambda: checks.expect_passes(None, 1.0, STEPS), E, "Expectation"),
-    ("expect_passes no steps", lambda: checks.expect_passes(SQUARE, 1.0, []), E, "at least one pass"),
-    ("expect_passes steps as strings", lambda: checks.expect_passes(SQUARE, 1.0, ["backward"]), E, "Step"),
-    ("expect_passes steps None", lambda: checks.expect_passes(SQUARE, 1.0, None), E, "Step"),
-    ("expect_passes reusing a graph first", lambda: checks.expect_passes(
-        SQUARE, 1.0, [checks.Step("backward", fresh_forward=False)]), E, "no forward"),
-    ("run_passes tolerance a bare number", passes(tolerance=1e-3), ToleranceChangeError, "written reason"),
-    ("run_passes tolerance per dtype", passes(tolerance={"float64": TOL}), ToleranceChangeError, "written reason"),
-    ("run_passes dtype int64", passes(dtype="int64"), DtypeError, "cannot carry"),
-    ("run_passes dtype float8", passes(dtype="float8_e5m2"), DtypeError, "float8"),
-    ("run_passes dtype complex", passes(dtype="complex128"), DtypeError, "complex"),
-    ("run_passes devices unknown", passes(devices="tpu"), DeviceUnavailableError, "tpu"),
-    ("run_passes name a number", passes(name=3), E, "name"),
-    ("run_passes seed a string", passes(seed="0"), E, "seed"),
-    ("run_passes no steps", passes(steps=[]), E, "at least one pass"),
-    ("run_passes x empty", passes([]), E, "empty"),
-    ("run_passes x NaN", passes(float("nan")), NaNInputError, "NaN"),
-    ("run_passes f not scalar", lambda: checks.run_passes(SQUARE, [1.0, 2.0], STEPS, devices="cpu"),
-     NonScalarOutputError, "scalar"),
-    ("non_leaf_passes outer not an Expectation", non_leaf(outer=None), E, "Expectation"),
-    ("non_leaf_passes inner not callable", non_leaf(inner=None), E, "inner"),
-    ("non_leaf_passes inner_text empty", non_leaf(inner_text=""), E, "inner_text"),
-    ("non_leaf_passes inner returns a leaf", non_leaf(inner=lambda x: x), E, "non-leaf"),
-    ("non_leaf_passes tolerance a bare number", non_leaf(tolerance=1e-3), ToleranceChangeError, "written reason"),
-    ("non_leaf_passes device unknown", non_leaf(device="tpu"), DeviceUnavailableError, "tpu"),
-    ("non_leaf_passes dtype float8", non_leaf(dtype="float8_e5m2"), DtypeError, "float8"),
-    ("second_derivative_passes first not an Expectation", second(first=None), E, "Expectation"),
-    ("second_derivative_passes second not an Expectation", second(second="2"), E, "Expectation"),
-    ("second_derivative_passes second.f not first.df", second(second=SQUARE), E, "must be the first derivative"),
-    ("second_derivative_passes tolerance a bare number", second(tolerance=1e-3), ToleranceChangeError,
+    # The witness API: the reader's own code, run per device and dtype.
+    ("witness without code", witness(), E, "at least one code function"),
+    ("witness code not a function", witness("x.grad"), E, "not a function"),
+    ("witness how unknown", witness(stored_code, how="grad"), E, "how"),
+    ("witness pair with an unknown how", witness((stored_code, "grad")), E, "how"),
+    ("witness dtypes=()", witness(stored_code, dtypes=()), E, "no check"),
+    ("witness dtypes twice", witness(stored_code, dtypes=("float32", "float32")), E, "twice"),
+    ("witness dtypes float8", witness(stored_code, dtypes="float8_e5m2"), DtypeError, "float8"),
+    ("witness tolerance a bare number", witness(stored_code, tolerance=1e-3), ToleranceChangeError,
      "written reason"),
-    ("second_derivative_passes device unknown", second(device="tpu"), DeviceUnavailableError, "tpu"),
-    ("second_derivative_passes x empty", second(x=[]), E, "empty"),
-    ("unused_input_passes expectation not an Expectation", unused(expectation=None), E, "Expectation"),
-    ("unused_input_passes u empty", unused(u=[]), E, "empty"),
-    ("unused_input_passes u a string", unused(u="u"), E, "not a number"),
-    ("unused_input_passes tolerance a bare number", unused(tolerance=1e-3), ToleranceChangeError,
-     "written reason"),
-    ("unused_input_passes device unknown", unused(device="gpu"), DeviceUnavailableError, "gpu"),
-    ("unused_input_passes seed a float", unused(seed=0.5), E, "seed"),
+    ("witness tolerance a misspelt dtype key", witness(stored_code, tolerance={"flaot64": TOL}),
+     ToleranceChangeError, "flaot64"),
+    ("witness expected_failure 'no'", witness(stored_code, expected_failure="no"), E, "expected_failure"),
+    ("witness x empty", witness(stored_code, x=[]), E, "empty"),
+    ("witness devices unknown", witness(stored_code, devices="tpu"), DeviceUnavailableError, "tpu"),
+    ("Plan.run with how but no code", lambda: checks.plan(SQUARE, 1.0, devices="cpu").run(how="stored"), E,
+     "pass the code"),
+    ("run_script script not a function", script(script_code="passes"), E, "not a function"),
+    ("run_script script asks for an unknown argument", script(script_code=lambda x, see, model: None), E,
+     "model"),
+    ("run_script without an expectation or function", script(expectation=None), E, "function= and source="),
+    ("run_script expectation not an Expectation", script(expectation="x*x"), E, "Expectation"),
+    ("run_script that sees nothing", script(script_code=lambda x, see: None), E, "saw nothing"),
+    ("run_script dtypes=()", script(dtypes=()), E, "no check"),
+    ("run_script dtypes twice", script(dtypes=("float64", "float64")), E, "twice"),
+    ("run_script dtypes complex", script(dtypes="complex128"), DtypeError, "complex"),
+    ("run_script dtypes float8", script(dtypes="float8_e4m3fn"), DtypeError, "float8"),
+    ("run_script tolerance a bare number", script(tolerance=1e-3), ToleranceChangeError, "written reason"),
+    ("run_script tolerance for a dtype not planned", script(tolerance={"float32": TOL}), ToleranceChangeError,
+     "float32"),
+    ("run_script seed a string", script(seed="0"), E, "seed"),
+    ("run_script requires_grad 'yes'", script(requires_grad="yes"), E, "requires_grad"),
+    ("run_script name a number", script(name=3), E, "name"),
+    ("run_script x empty", script(x=[]), E, "empty"),
+    ("run_script devices unknown", script(devices="tpu"), DeviceUnavailableError, "tpu"),
+    ("see with a value that is not a tensor", script(script_code=lambda x, see: see(
+        "2x", expected=2 * x.detach(), what="a string", how="stored")), E, "not a tensor"),
+    ("see expected not a number", script(script_code=lambda x, see: see(
+        x.detach(), expected="two x", what="a bad expectation", how="stored")), E, "not a number"),
+    ("see the same pass twice", script(script_code=twice), E, "two passes"),
     ("provenance_frame of something else", lambda: checks.provenance_frame(["a record"]), E, "Record"),
     ("provenance_frame of nothing", lambda: checks.provenance_frame([]), E, "no records"),
     ("provenance_table of a number", lambda: checks.provenance_table(3), E, "Record"),
