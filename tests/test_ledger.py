@@ -309,3 +309,11 @@ def test_a_large_check_is_folded_in_its_json_and_the_ledger_still_verifies(
     assert record.x == x.tolist()  # the record itself keeps every value; only what is written is folded
     assert main([str(write(tmp_path, entries(record)))]) == 0
     assert "20000 values" in BeautifulSoup(records_html([checks.Record.from_dict(data)]), "html.parser").get_text()
+
+
+def test_a_pass_whose_expected_outcome_is_no_gradient_verifies(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from dataclasses import replace
+
+    nothing = replace(run(SQUARE), analytical_gradient=None, observed_gradient=None)  # x.grad stays None
+    assert main([str(write(tmp_path, entries(nothing)))]) == 0
