@@ -54,7 +54,9 @@ import torch
 
 from .dtypes import dtype_name
 from .errors import CheckInputError, DtypeError, NaNInputError
-from .numerical import _Evaluator, _relative_step, default_step, machine_epsilon
+from .numerical import _Evaluator, _relative_step, default_step, machine_epsilon, require_memory
+from .observe import in_place_named
+from .validate import flag, memory, number
 
 Function = Callable[..., torch.Tensor]
 Mode = Literal["reverse", "forward"]
@@ -348,8 +350,8 @@ def check_jacobian(
         raise DtypeError("the inputs differ in dtype or device ("
                          + ", ".join(f"{dtype_name(x.dtype)} on {x.device}" for x in inputs)
                          + "); check them in one dtype on one device")
-    if not (isinstance(safety, (int, float)) and safety >= 1):
-        raise CheckInputError(f"safety must be a number >= 1 (a factor over the error estimate), got {safety!r}")
+    number(safety, "safety (a factor over the error estimate)", minimum=1)
+    flag(kinks, "kinks")
     if not (isinstance(resolution, (int, float)) and 0 < resolution < 1):
         raise CheckInputError(f"resolution must be a fraction between 0 and 1, got {resolution!r}")
     start = time.perf_counter()
@@ -367,6 +369,9 @@ def check_jacobian(
         shown = ", ".join(f"{a.name}={t.tolist()}" for a, t in zip(arguments, inputs))
         raise NaNInputError(f"f({', '.join(a.name for a in arguments)}) is not finite at {shown}: "
                             f"the Jacobian there is undefined")
+    memory(value.numel() * x.numel() * 8, f"autograd's Jacobian of {value.numel()} outputs by {x.numel()} inputs",
+           "it is held whole in float64 beside a numerical one of the same size; check a smaller x")
+    require_memory(x, "richardson")
     jacobian, used, note = _autograd_jacobian(g, x, mode)
     eps, tiny = machine_epsilon(x.dtype), float(torch.finfo(x.dtype).tiny)
     # ε^(1/5), two levels' optimum: the start step the search, its mutant suite and the operator database
@@ -638,7 +643,8 @@ def _autograd_jacobian(f: Function, x: torch.Tensor, mode: Mode) -> tuple[torch.
     except (RuntimeError, NotImplementedError) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     leaf = x.clone().requires_grad_(True)
-    jacobian = torch.autograd.functional.jacobian(f, leaf)
+    with in_place_named():
+        jacobian = torch.autograd.functional.jacobian(f, leaf)
     return _flat(jacobian, x), "reverse", f"torch.func.{transform.__name__} could not transform f ({reason}); " \
         "reverse mode by torch.autograd.functional.jacobian instead"
 
@@ -718,7 +724,7 @@ def _require_input(x: object, label: str = "x") -> None:
             f"real part alone (a false pass); pass torch.view_as_real(x) and rebuild it inside f with "
             f"torch.view_as_complex to check real and imaginary parts as real inputs"
         )
-    if not x.dtype.is_floating_point:
+    if not x.dtype.is_floating_point or x.element_size() == 1:
         raise DtypeError(
             f"{label} has dtype {dtype_name(x.dtype)}; a gradient check needs a real floating-point input "
             f"(float32 or float64; float16 and bfloat16 are too coarse for a numerical Jacobian)"

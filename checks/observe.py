@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Literal
 
 import torch
@@ -28,7 +30,8 @@ def leaf(x: torch.Tensor) -> torch.Tensor:
 
 def forward(f: Function, x: torch.Tensor) -> torch.Tensor:
     """y = f(x), refusing outputs backward() cannot start from without a gradient argument."""
-    y = f(x)
+    with in_place_named():
+        y = f(x)
     if not isinstance(y, torch.Tensor):
         raise CheckInputError(f"f(x) returned {type(y).__name__}, not a tensor; build it from x with torch ops")
     if y.numel() != 1:
@@ -39,6 +42,20 @@ def forward(f: Function, x: torch.Tensor) -> torch.Tensor:
     if not y.requires_grad:
         raise CheckInputError("f(x) does not depend on x through autograd (was x detached or converted?)")
     return y
+
+
+@contextmanager
+def in_place_named() -> Iterator[None]:
+    """Name the problem when f changes its input in place: autograd refuses that on a leaf."""
+    try:
+        yield
+    except RuntimeError as error:
+        if "in-place operation" not in str(error):
+            raise
+        raise CheckInputError(
+            "f changes x in place (e.g. x.mul_(2)); autograd cannot differentiate an in-place change of the "
+            "input it differentiates with respect to: write f out of place (x * 2)"
+        ) from error
 
 
 def observe_stored(f: Function, x: torch.Tensor) -> torch.Tensor:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from sphinx.cmd.build import build_main
 
+import checks.fingerprint
 import checks.sphinxext
 
 from .conftest import jupyter_book
@@ -58,8 +59,27 @@ def test_fingerprint_follows_the_package_source(tmp_path: Path, monkeypatch: pyt
     package = tmp_path / "checks"
     package.mkdir()
     (package / "a.py").write_text("x = 1\n")
-    monkeypatch.setattr(checks.sphinxext, "PACKAGE", package)
+    monkeypatch.setattr(checks.fingerprint, "PACKAGE", package)
     before = checks.sphinxext.fingerprint()
     assert checks.sphinxext.fingerprint() == before
     (package / "a.py").write_text("x = 2\n")
     assert checks.sphinxext.fingerprint() != before
+
+
+@pytest.mark.parametrize(("module", "attribute"), [("torch", "__version__"), ("numpy", "__version__"),
+                                                   ("pandas", "__version__"), ("platform", "python_version")])
+def test_fingerprint_follows_the_versions_that_decide_the_numbers(
+    module: str, attribute: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = checks.sphinxext.fingerprint()
+    target = getattr(checks.fingerprint, module)
+    replacement = (lambda: "0.0.0") if attribute == "python_version" else "0.0.0"
+    monkeypatch.setattr(target, attribute, replacement)
+    assert checks.sphinxext.fingerprint() != before
+    assert "0.0.0" in checks.fingerprint.components().values()
+
+
+def test_fingerprint_follows_the_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = checks.fingerprint.components()["devices"]
+    monkeypatch.setattr(checks.fingerprint, "available_devices", lambda: ["cpu", "cuda"])
+    assert checks.fingerprint.components()["devices"] == "cpu,cuda" != before
