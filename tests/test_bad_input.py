@@ -347,8 +347,9 @@ CASES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("check_jacobian safety infinite", check_jacobian(safety=float("inf")), E, "safety"),
     ("check_jacobian safety True", check_jacobian(safety=True), E, "safety"),
     ("check_jacobian safety a string", check_jacobian(safety="10"), E, "safety"),
-    ("check_jacobian levels 1", check_jacobian(levels=1), E, "levels"),
-    ("check_jacobian levels a string", check_jacobian(levels="3"), E, "levels"),
+    ("check_jacobian resolution 0", check_jacobian(resolution=0), E, "resolution"),
+    ("check_jacobian resolution a string", check_jacobian(resolution="0.01"), E, "resolution"),
+    ("check_jacobian names of the wrong count", check_jacobian(names=("x", "w")), E, "name"),
     ("check_jacobian step negative", check_jacobian(step=-1e-3), E, "step"),
     ("check_jacobian kinks a string", check_jacobian(kinks="no"), E, "kinks"),
     ("check_jacobian of 3e4 inputs", check_jacobian(torch.zeros(30_000, dtype=torch.float64)), E, "GB"),
@@ -442,8 +443,9 @@ def test_a_zero_gradient_that_a_bfloat16_richardson_allowance_would_accept_is_a_
     wrong_zero = checks.Expectation("sin(x)", torch.sin, "0", torch.zeros_like, "a missing derivative, on purpose")
     record = checks.plan(wrong_zero, 1.0, devices="cpu", how="numerical", method="richardson",
                          dtypes="bfloat16").run().one()
+    # Richardson's step now suits its levels, so this allowance (about 0.5) no longer reaches the estimate:
+    # a plain mismatch. The guard for an allowance that would accept the wrong zero is tested below.
     assert record.verdict == "fail"
-    assert record.message.startswith("Cannot discriminate")
     # The same estimate in float32 discriminates, and fails as any wrong derivative does.
     finer = checks.plan(wrong_zero, 1.0, devices="cpu", how="numerical", method="richardson",
                         dtypes="float32").run().one()
@@ -456,3 +458,15 @@ def test_a_true_zero_gradient_estimated_numerically_still_passes() -> None:
         record = checks.plan(cube, [0.0, 1.0], devices="cpu", how="numerical", method="richardson",
                              dtypes=dtype).run().one()
         assert record.passed, record.message
+
+
+def test_an_allowance_that_would_accept_a_wrong_zero_is_named() -> None:
+    from checks.execute import _undiscriminating
+
+    wide = checks.default_tolerance("bfloat16").changed(atol=0.6, reason="as wide as a coarse estimate's")
+    # Expected 0, estimated 0.52: beyond the estimate's own error (allowance / 10), within the allowance.
+    assert _undiscriminating(torch.tensor([0.0]), torch.tensor([0.52]), wide).startswith("Cannot discriminate")
+    # Expected 0.54 with an allowance of 0.6: a zero gradient would pass too.
+    assert _undiscriminating(torch.tensor([0.54]), torch.tensor([0.52]), wide).startswith("Cannot discriminate")
+    narrow = checks.default_tolerance("float32")
+    assert _undiscriminating(torch.tensor([0.54]), torch.tensor([0.54]), narrow) == ""
