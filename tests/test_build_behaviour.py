@@ -1,4 +1,6 @@
-"""How the book build behaves: a raising chapter fails it, and edits to `checks` are never shown stale."""
+"""How the book build behaves: a raising chapter fails it (its traceback kept in reports/), chapters run in
+their own folders with the build's environment, several at a time, and edits to `checks` are never shown
+stale."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from pathlib import Path
 import pytest
 from sphinx.cmd.build import build_main
 
+import checks.parallel
 import checks.sphinxext
 
 from .conftest import jupyter_book
@@ -31,6 +34,41 @@ def test_a_chapter_whose_code_raises_fails_the_build(tmp_path: Path) -> None:
     result = jupyter_book("build", str(tmp_path))
     assert result.returncode != 0
     assert "ZeroDivisionError" in result.stdout + result.stderr
+    report = tmp_path / "_build" / "html" / "reports" / "broken.err.log"
+    assert "ZeroDivisionError" in report.read_text(), "the traceback is kept for the pull-request workflow"
+
+
+MARKS = """def setup(app):
+    app.connect("checks-kernel-environment", lambda app, docname: {"CHAPTER_MARK": docname.upper()})
+    return {"parallel_read_safe": True}
+"""
+WHERE = "import os\nprint('cwd', os.getcwd(), os.environ['CHAPTER_MARK'], os.environ['BUILD_MARK'])\n"
+
+
+def test_chapters_run_at_once_in_their_folders_with_the_build_environment_and_their_own_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / "src"
+    (source / "part").mkdir(parents=True)
+    (source / "marks.py").write_text(MARKS)
+    (source / "conf.py").write_text("import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n"
+                                    "extensions = ['myst_nb', 'checks.parallel', 'marks']\n")
+    (source / "index.md").write_text("# Index\n\n```{toctree}\none\npart/two\n```\n")
+    for name in ("one", "part/two"):
+        (source / f"{name}.md").write_text(CHAPTER_HEADER + f"# {name}\n\n```{{code-cell}} ipython3\n{WHERE}```\n")
+    monkeypatch.setenv("BUILD_MARK", "inherited")
+    monkeypatch.setenv(checks.parallel.PROCESSES_VARIABLE, "2")
+    assert build_main(["-b", "html", "-q", str(source), str(tmp_path / "out")]) == 0
+    for name, folder in (("one", source), ("part/two", source / "part")):
+        text = (tmp_path / "out" / f"{name}.html").read_text()
+        assert f"cwd {folder.resolve()} {name.upper()} inherited" in text
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1"])
+def test_a_bad_number_of_build_processes_is_named(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(checks.parallel.PROCESSES_VARIABLE, value)
+    with pytest.raises(Exception, match=rf"CHECKS_BUILD_PROCESSES='{value}'.*at least 1"):
+        checks.parallel.processes()
 
 
 def _sphinx_project(tmp_path: Path) -> tuple[Path, Path]:
