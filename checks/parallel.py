@@ -51,8 +51,8 @@ CELL_ERRORS = (CellExecutionError, CellTimeoutError)
 def processes() -> int:
     """How many kernels run at once: CHECKS_BUILD_PROCESSES, else the cores this process may use."""
     raw = os.environ.get(PROCESSES_VARIABLE, "").strip()
-    if not raw:
-        return len(os.sched_getaffinity(0))
+    if not raw:  # sched_getaffinity (Linux) counts the cores this process may use; cpu_count all of them
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     if not raw.isdigit() or int(raw) < 1:
         raise ConfigError(f"{PROCESSES_VARIABLE}={raw!r}: expected a whole number of kernels, at least 1")
     return int(raw)
