@@ -1,7 +1,10 @@
 """`python -m checks [SITE_OR_LEDGER_JSON]`: verify a built book's ledger.
 
-Exits 0 when every failure was declared an expected failure and every expected failure failed; 1 with a
-readable list of the problems otherwise; 2 when there is no readable ledger.
+Exit 0: the ledger matches the sources beside it and has no problem. Exit 1: a readable list of the
+problems (an unexpected failure or pass, a stored outcome its verdict contradicts, a chapter whose
+executed checks are not all in the ledger, a chapter whose execution failed, an empty ledger). Exit 2,
+with a one-line reason: no ledger, a malformed one, one from a build that did not finish, or one built
+from other sources (the checks package, torch, Python, numpy, pandas, the devices, a chapter's text).
 """
 
 from __future__ import annotations
@@ -21,12 +24,17 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"a built site's folder or its {ledger.LEDGER_JSON} (default: {DEFAULT_SITE})")
     arguments = parser.parse_args(argv)
     try:
-        entries = ledger.load(arguments.ledger)
+        found = ledger.read(arguments.ledger)
+        differences = ledger.source_mismatches(found)
+        if differences:
+            raise CheckInputError(f"{found.path} was not built from the sources beside it ("
+                                  + "; ".join(differences) + "); rebuild the book")
+        problems = ledger.verify(found)
     except CheckInputError as error:
         print(f"python -m checks: {error}", file=sys.stderr)
         return 2
-    print(ledger.report(entries))
-    return 1 if ledger.problems(entries) else 0
+    print(ledger.report(found.entries, problems))
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

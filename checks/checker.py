@@ -33,7 +33,8 @@ import torch
 
 from .dtypes import dtype_name
 from .errors import CheckInputError, DtypeError, NaNInputError
-from .numerical import Estimate, default_step, estimate_jacobian, machine_epsilon
+from .numerical import Estimate, default_step, estimate_jacobian, machine_epsilon, require_memory
+from .validate import flag, memory, number
 
 Function = Callable[[torch.Tensor], torch.Tensor]
 Mode = Literal["reverse", "forward"]
@@ -169,14 +170,17 @@ def check_jacobian(
     if not callable(f):
         raise CheckInputError(f"f must be a function of a tensor, got {type(f).__name__}")
     _require_input(x)
-    if not (isinstance(safety, (int, float)) and safety >= 1):
-        raise CheckInputError(f"safety must be a number >= 1 (a factor over the error estimate), got {safety!r}")
+    number(safety, "safety (a factor over the error estimate)", minimum=1)
+    flag(kinks, "kinks")
     start = time.perf_counter()
     x = x.detach()
     with torch.no_grad():
         value = _tensor(f(x.clone()))
     if not torch.isfinite(value).all():
         raise NaNInputError(f"f(x) is not finite at x={x.tolist()}: the Jacobian there is undefined")
+    memory(value.numel() * x.numel() * 8, f"autograd's Jacobian of {value.numel()} outputs by {x.numel()} inputs",
+           "it is held whole in float64 beside a numerical one of the same size; check a smaller x")
+    require_memory(x, "richardson")
     jacobian, used, note = _autograd_jacobian(f, x, mode)
     estimate = estimate_jacobian(f, x, "richardson", step, levels=levels)
     numerical = estimate.values.to(torch.float64).cpu()
@@ -266,7 +270,7 @@ def _kinks(f: Function, x: torch.Tensor, h0: float, scale: torch.Tensor, eps: fl
 def _require_input(x: object) -> None:
     if not isinstance(x, torch.Tensor):
         raise CheckInputError(f"x must be a tensor (torch.tensor(...)), got {type(x).__name__}")
-    if not x.dtype.is_floating_point:
+    if not x.dtype.is_floating_point or x.element_size() == 1:
         raise DtypeError(
             f"x has dtype {dtype_name(x.dtype)}; a gradient check needs a real floating-point x "
             f"(float32 or float64; float16 and bfloat16 are too coarse for a numerical Jacobian)"

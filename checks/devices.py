@@ -37,6 +37,9 @@ def resolve_devices(names: Sequence[str] | None, *, source: str = "devices") -> 
         return available_devices()
     if isinstance(names, str):
         names = [names]
+    if not isinstance(names, Sequence) or not all(isinstance(name, str) for name in names):
+        raise DeviceUnavailableError(f"{source} must be a device name or a sequence of them (\"cpu\", \"cuda\"), "
+                                     f"got {names!r}")
     present = detected_devices()
     missing = [name for name in names if name not in present]
     if missing:

@@ -65,6 +65,9 @@ def format_value(value: Any) -> str:
         return format(value, ".10g")
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(format_value(item) for item in value) + "]"
+    if isinstance(value, dict) and value.get("folded"):  # a large value kept as a summary (records.fold)
+        return (f"{value['count']} values, shape {tuple(value['shape'])}: min {format_value(value['min'])}, "
+                f"max {format_value(value['max'])}, mean {format_value(value['mean'])}")
     return str(value)
 
 

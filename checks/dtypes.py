@@ -23,4 +23,21 @@ def to_dtype(name: str | torch.dtype) -> torch.dtype:
             f"dtype {dtype_name(dtype)} cannot carry gradients: autograd needs a floating-point "
             f"or complex dtype (use float32 or float64)"
         )
+    if dtype.is_floating_point and dtype.itemsize == 1:
+        raise DtypeError(
+            f"dtype {dtype_name(dtype)} is a float8 storage format: torch has no arithmetic (and so no autograd) "
+            f"in it; compute in bfloat16 or float32 and convert"
+        )
+    return dtype
+
+
+def real_dtype(name: str | torch.dtype) -> torch.dtype:
+    """A real floating-point dtype to check gradients in; complex ones are refused by name."""
+    dtype = to_dtype(name)
+    if dtype.is_complex:
+        raise DtypeError(
+            f"dtype {dtype_name(dtype)} is complex: for complex inputs autograd returns the conjugate Wirtinger "
+            f"derivative, which these checks do not compare yet; check the real and imaginary parts as real "
+            f"inputs in float32 or float64"
+        )
     return dtype

@@ -16,11 +16,14 @@ from .numerical import estimate_gradient
 from .observe import observe
 from .plan import Plan, PlannedCheck
 from .records import Record
-from .tolerances import Tolerance, estimate_tolerance
+from .tolerances import NUMERICAL_SAFETY, Tolerance, estimate_tolerance
 
 
 def execute(check: PlannedCheck) -> Record:
     """Run one planned check and return its executed record (a failed check is a record, not an error)."""
+    if not isinstance(check, PlannedCheck):
+        raise CheckInputError(f"execute() runs a PlannedCheck (one item of checks.plan(...)), got "
+                              f"{type(check).__name__}")
     torch.manual_seed(check.seed)
     x = check.x.to(device=check.device, dtype=to_dtype(check.dtype))
     if check.how == "numerical":
@@ -42,6 +45,9 @@ def _execute_numerical(check: PlannedCheck, x: torch.Tensor) -> Record:
 
 def _executed(check: PlannedCheck, record: Record, observed: torch.Tensor, tolerance: Tolerance) -> Record:
     comparison = compare(observed, check.expected, tolerance)
+    undiscriminating = _undiscriminating(check.expected, observed, tolerance) if check.how == "numerical" else ""
+    if undiscriminating:
+        comparison = replace(comparison, passed=False, message=f"{undiscriminating}\n{comparison.message}")
     return replace(
         record,
         observed_gradient=observed.cpu().to(torch.float64).tolist(),
@@ -55,6 +61,33 @@ def _executed(check: PlannedCheck, record: Record, observed: torch.Tensor, toler
         device_name=device_name(check.device),
         environment=environment(check.seed),
     )
+
+
+def _undiscriminating(expected: torch.Tensor, observed: torch.Tensor, tolerance: Tolerance) -> str:
+    """Why a numerical check cannot fail, or "" when it can.
+
+    plan() refuses a tolerance known in advance that covers every non-zero expected element; Richardson's
+    own error estimate is known only once the estimate has run, so that test is repeated here. And where
+    the expected gradient is 0 but the estimate lies beyond its own error (a tenth of the allowance, which
+    is NUMERICAL_SAFETY times that error) and still within the allowance, a wrong zero would pass (a
+    bfloat16 Richardson estimate of 0.52 against an expected 0). Either is recorded as a failure.
+    """
+    size = expected.abs().reshape(-1)
+    estimate = observed.detach().cpu().to(torch.float64).abs().reshape(-1)
+    allowed = tolerance.atol + tolerance.rtol * size
+    judged = size != 0
+    if judged.any() and bool((allowed[judged] >= size[judged]).all()):
+        index = int(size.argmax())
+        return (f"Cannot discriminate: the allowance {float(allowed[index]):.3g} is at least the expected gradient "
+                f"{float(size[index]):.3g} (flat index {index}); a zero gradient would pass too, so this is "
+                f"recorded as a failure")
+    hidden = ~judged & (estimate > allowed / NUMERICAL_SAFETY) & (estimate <= allowed)
+    if hidden.any():
+        index = int(torch.where(hidden, estimate, torch.zeros_like(estimate)).argmax())
+        return (f"Cannot discriminate: the expected gradient is 0 at flat index {index}, the estimate "
+                f"{float(estimate[index]):.3g} lies beyond its own error, yet the allowance "
+                f"{float(allowed[index]):.3g} accepts it; a wrong zero would pass, so this is recorded as a failure")
+    return ""
 
 
 def run_plan(plan: Plan) -> Results:

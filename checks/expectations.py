@@ -34,16 +34,29 @@ class Expectation:
 
     def __post_init__(self) -> None:
         for name in ("function", "gradient", "source"):
-            if not str(getattr(self, name)).strip():
-                raise CheckInputError(f"an expectation needs its {name} written out; it is empty")
-        if not (callable(self.f) and callable(self.df)):
-            raise CheckInputError("an expectation needs f and df as callables")
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise CheckInputError(f"an expectation needs its {name} written out as text; got {value!r}")
+        for name in ("f", "df"):
+            if not callable(getattr(self, name)):
+                raise CheckInputError(f"an expectation needs {name} as a callable (a function of x); got "
+                                      f"{getattr(self, name)!r}")
+        if not isinstance(self.related, (tuple, list)):
+            raise CheckInputError(f"related must be a tuple of the objects the check runs through, e.g. "
+                                  f"(MyFunction,); got {self.related!r}")
+        object.__setattr__(self, "related", tuple(self.related))
 
     def analytical(self, x: torch.Tensor) -> torch.Tensor:
         """df evaluated at x in float64 on the CPU: the reference every device and dtype is held to."""
         reference = reference_input(x)
-        value = self.df(reference)
-        expected = torch.as_tensor(value, dtype=torch.float64).detach().cpu()
+        value = self.df(reference.clone())  # a df that works in place must not change x
+        try:
+            expected = torch.as_tensor(value, dtype=torch.float64).detach().cpu()
+        except (TypeError, ValueError, RuntimeError):
+            raise CheckInputError(
+                f"df(x) for {self.gradient!r} returned {type(value).__name__} ({value!r:.60}), not numbers; "
+                f"build it from x with torch ops"
+            ) from None
         if expected.shape != reference.shape:
             raise ShapeMismatchError(
                 f"the analytical gradient {self.gradient!r} of {self.function!r} has shape "
@@ -59,7 +72,8 @@ class Expectation:
 
 
 def reference_input(x: object) -> torch.Tensor:
-    """The input as a float64 CPU tensor, refusing NaN, infinity and values that are not numbers."""
+    """The input as a new float64 CPU tensor (never the caller's), refusing NaN, infinity, empty inputs and
+    values that are not numbers."""
     try:
         tensor = torch.as_tensor(x).detach().cpu()
         if not isinstance(x, torch.Tensor) and tensor.is_floating_point():
@@ -69,7 +83,9 @@ def reference_input(x: object) -> torch.Tensor:
         raise CheckInputError(f"x={x!r} is not a number or a list of numbers: {error}") from None
     if tensor.dtype == torch.bool or tensor.is_complex():
         raise CheckInputError(f"x={x!r} must be real numbers, got dtype {tensor.dtype}")
-    tensor = tensor.to(torch.float64)
+    tensor = tensor.to(torch.float64, copy=True)
+    if tensor.numel() == 0:
+        raise CheckInputError(f"x is empty (shape {tuple(tensor.shape)}): there is no gradient to check")
     if not torch.isfinite(tensor).all():
         raise NaNInputError(f"x={tensor.tolist()} contains NaN or infinity; a gradient check needs finite inputs")
     return tensor

@@ -1,21 +1,32 @@
-"""The ledger: every check of a build, failures first, as an HTML table and as JSON.
+"""The ledger: every check of a build, failures first, as an HTML table and as JSON, and its verifier.
 
 An entry is a record's dictionary plus where it was shown: the chapter's title, its page and the record's
 anchor on that page, and its outcome (the verdict read with the expected-failure flag). The Sphinx
-extension collects the entries from the chapters; `python -m checks` reads them back from ledger.json.
+extension collects the entries as the chapters execute (checks.records) and writes ledger.json:
+
+    {"build": {"finished": true, "fingerprint": {...}, "chapters": [{"chapter", "page", "source",
+     "source_sha256", "executed", "execution"}, ...]}, "checks": [entry, ...]}
+
+`python -m checks` reads it back (read), refuses one that is malformed or does not match the sources
+beside it (CheckInputError), and lists its problems (verify).
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
+import os
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .display import HOW_WORDS, cell_text
 from .errors import CheckInputError
+from .fingerprint import components
 from .records import PROBLEMS, Record
 
 Entry = dict[str, Any]
@@ -68,42 +79,223 @@ def summary(entries: Sequence[Entry]) -> dict[str, Any]:
     }
 
 
-def to_json(entries: Sequence[Entry]) -> str:
-    return json.dumps(list(entries), sort_keys=True, indent=1)
+def to_json(entries: Sequence[Entry], build: dict[str, Any] | None = None) -> str:
+    """The entries as ledger.json holds them, under the build's stamp (see the module's docstring)."""
+    return json.dumps({"build": build or {}, "checks": list(entries)}, sort_keys=True, indent=1)
+
+
+def digest(entries: Sequence[Entry]) -> str:
+    return hashlib.sha256(json.dumps(list(entries), sort_keys=True).encode()).hexdigest()
+
+
+def digest_of_file(path: Path) -> str | None:
+    """The digest of the checks a ledger.json holds; None when there is none or it cannot be read."""
+    try:
+        return digest(json.loads(path.read_text(encoding="utf-8"))["checks"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write(path: Path, entries: Sequence[Entry], build: dict[str, Any]) -> None:
+    """Write ledger.json whole or not at all: a build killed mid-write leaves no half ledger."""
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(to_json(entries, build), encoding="utf-8")
+    os.replace(partial, path)
+
+
+# What an entry must hold for the verifier to judge it, and the type each must have.
+REQUIRED: dict[str, type | tuple[type, ...]] = {
+    "id": str, "check": str, "chapter": str, "page": str, "anchor": str, "function": str, "dtype": str,
+    "device": str, "how": str, "verdict": str, "outcome": str, "message": str, "expected_failure": bool,
+    "executed": bool, "x": (int, float, list, dict), "analytical_gradient": (int, float, list, dict),
+}
+CHAPTER_KEYS: dict[str, type | tuple[type, ...]] = {
+    "chapter": str, "page": str, "source": str, "source_sha256": str, "executed": int, "execution": str,
+}
+EMBEDDED = re.compile(r'<script type="application/vnd\.checks\.records\+json">(.*?)</script>', re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """A ledger.json read back: where it is, the build's stamp and its entries."""
+
+    path: Path
+    build: dict[str, Any]
+    entries: list[Entry]
 
 
 def load(path: str | Path) -> list[Entry]:
-    """A ledger.json file, or a built site's folder holding one."""
+    """The entries of a ledger.json file, or of a built site's folder holding one."""
+    return read(path).entries
+
+
+def read(path: str | Path) -> Ledger:
+    """Read and validate a ledger; CheckInputError with a one-line reason when it is not a ledger."""
     path = Path(path)
     if path.is_dir():
         path = path / LEDGER_JSON
     if not path.is_file():
-        raise CheckInputError(f"no ledger at {path}: build the book first (jupyter-book build .)")
+        raise CheckInputError(f"no ledger at {path}: build the book first (jupyter-book build .); a build "
+                              f"that failed or was interrupted leaves none")
     try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise CheckInputError(f"{path} is not UTF-8 text ({error.reason} at byte {error.start})") from None
     except json.JSONDecodeError as error:
         raise CheckInputError(f"{path} is not valid JSON: {error}") from None
-    if not isinstance(entries, list) or not all(isinstance(item, dict) and "outcome" in item for item in entries):
-        raise CheckInputError(f"{path} is not a ledger: expected a list of check entries with an outcome")
-    return entries
+    except OSError as error:
+        raise CheckInputError(f"{path} cannot be read: {error.strerror}") from None
+    if not (isinstance(data, dict) and isinstance(data.get("build"), dict) and isinstance(data.get("checks"), list)):
+        raise CheckInputError(f'{path} is not a ledger: expected {{"build": {{...}}, "checks": [...]}} '
+                              f"(written by checks.sphinxext; rebuild the book)")
+    build, entries = data["build"], data["checks"]
+    if build.get("finished") is not True:
+        raise CheckInputError(f"{path} is from a build that did not finish; rebuild the book")
+    if not isinstance(build.get("fingerprint"), dict) or not isinstance(build.get("chapters"), list):
+        raise CheckInputError(f"{path} has no fingerprint or chapter list in its build stamp; rebuild the book")
+    for number, chapter in enumerate(build["chapters"]):
+        _require_shape(chapter, CHAPTER_KEYS, f"{path}: chapter {number} of the build stamp")
+    for number, item in enumerate(entries):
+        _require_shape(item, REQUIRED, f"{path}: check {number}")
+        if item["verdict"] not in ("pass", "fail"):
+            raise CheckInputError(f"{path}: check {number} ({item['id']}) has verdict {item['verdict']!r}; "
+                                  f"an executed check passes or fails")
+        if item["outcome"] not in OUTCOME_ORDER[:-1]:
+            raise CheckInputError(f"{path}: check {number} ({item['id']}) has outcome {item['outcome']!r}, "
+                                  f"not one of {', '.join(OUTCOME_ORDER[:-1])}")
+        if item["executed"] is not True:
+            raise CheckInputError(f"{path}: check {number} ({item['id']}) was not executed")
+    return Ledger(path, build, entries)
 
 
-def report(entries: Sequence[Entry]) -> str:
-    """A readable summary, then each problem with its chapter, anchor and discrepancy."""
+def _require_shape(item: object, keys: dict[str, type | tuple[type, ...]], where: str) -> None:
+    if not isinstance(item, dict):
+        raise CheckInputError(f"{where} is {type(item).__name__}, not an object")
+    missing = [key for key in keys if key not in item]
+    if missing:
+        raise CheckInputError(f"{where} lacks {', '.join(missing)}")
+    for key, kind in keys.items():
+        if not _fits(item[key], kind):
+            raise CheckInputError(f"{where} has {key}={item[key]!r}; expected {_kind_name(kind)}")
+
+
+def _fits(value: object, kind: type | tuple[type, ...]) -> bool:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    # bool is an int in Python: a count of True, or an x of False, is still malformed.
+    return bool in kinds if isinstance(value, bool) else isinstance(value, kinds)
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    return " or ".join(item.__name__ for item in (kind if isinstance(kind, tuple) else (kind,)))
+
+
+def source_mismatches(found: Ledger) -> list[str]:
+    """How the ledger differs from the sources beside it: the fingerprint's parts and each chapter's source."""
+    differences = []
+    now = components()
+    built = found.build["fingerprint"]
+    for name in sorted(set(now) | set(built)):
+        if built.get(name) != now.get(name):
+            differences.append(f"{name}: built with {_short(built.get(name))}, here {_short(now.get(name))}")
+    for chapter in found.build["chapters"]:
+        source = found.path.parent / chapter["source"]
+        if not source.is_file():
+            differences.append(f"{chapter['chapter']}: its source {source} is not there")
+        elif file_sha256(source) != chapter["source_sha256"]:
+            differences.append(f"{chapter['chapter']}: {source} changed since the build")
+    return differences
+
+
+def _short(value: object) -> str:
+    text = str(value)
+    return text[:12] if len(text) == 64 else text  # a sha256: its first digits say enough
+
+
+def outcome_of(item: Entry) -> str:
+    """The outcome recomputed from verdict and expected_failure, never the stored one."""
+    passed = item["verdict"] == "pass"
+    if item["expected_failure"]:
+        return "unexpected pass" if passed else "expected failure"
+    return "pass" if passed else "unexpected failure"
+
+
+def verify(found: Ledger) -> list[str]:
+    """Every problem of a ledger that matches its sources, as lines to print; none when it is sound."""
+    entries = found.entries
+    lines: list[str] = []
+    if not entries:
+        lines.append("- the ledger holds no checks: a book that executed nothing verifies nothing")
+    per_page = Counter(item["page"] for item in entries)
+    stamped = {chapter["page"]: chapter for chapter in found.build["chapters"]}
+    for page, chapter in stamped.items():
+        if per_page.get(page, 0) != chapter["executed"]:
+            lines.append(f"- {chapter['chapter']} [{page}]: {chapter['executed']} checks executed, "
+                         f"{per_page.get(page, 0)} in the ledger")
+        if "succeeded" not in chapter["execution"]:
+            lines.append(f"- {chapter['chapter']} [{page}]: execution {chapter['execution']}; checks after the "
+                         f"error never ran")
+    for page in sorted(set(per_page) - set(stamped)):
+        lines.append(f"- {per_page[page]} checks in the ledger name {page}, which the build did not execute")
+    # The same check may run in two chapters (its id is an anchor on its own page), not twice in one.
+    for (page, key), count in Counter((item["page"], item["id"]) for item in entries).items():
+        if count > 1:
+            lines.append(f"- {key} is in the ledger {count} times for {page}")
+    ids = {item["id"] for item in entries}
+    for page in stamped:
+        shown = found.path.parent / page
+        if shown.is_file():
+            try:
+                missing = {record["id"] for payload in EMBEDDED.findall(shown.read_text(encoding="utf-8"))
+                           for record in json.loads(payload)} - ids
+            except (OSError, ValueError, KeyError, TypeError) as error:
+                raise CheckInputError(f"{shown}: its embedded records cannot be read ({error})") from None
+            if missing:
+                lines.append(f"- {page} shows {len(missing)} checks the ledger lacks: {', '.join(sorted(missing))}")
+    for item in ordered_by_recomputed(entries):
+        outcome = outcome_of(item)
+        if outcome != item["outcome"]:
+            lines.append(f"- {item['check']} [{item['page']}#{item['anchor']}]: stored outcome {item['outcome']!r}, "
+                         f"but verdict {item['verdict']!r} with expected_failure={item['expected_failure']} "
+                         f"is {outcome!r}")
+        if outcome in PROBLEMS:
+            lines.extend(_described(item, outcome))
+    return lines
+
+
+def _described(item: Entry, outcome: str) -> list[str]:
+    """An unexpected failure or pass: what, where, and its discrepancy."""
+    lines = [f"- {outcome}: {item['check']} ({item['dtype']} on {item['device']}, {item['how']}) "
+             f"in {item['chapter']} [{item['page']}#{item['anchor']}]"]
+    if outcome == "unexpected pass":
+        lines.append("    declared expected_failure=True, but it passed: the demonstration shows nothing")
+    else:
+        lines.extend("    " + line for line in item["message"].splitlines())
+    return lines
+
+
+def ordered_by_recomputed(entries: Sequence[Entry]) -> list[Entry]:
+    return sorted(entries, key=lambda item: OUTCOME_ORDER.index(outcome_of(item)))
+
+
+def report(entries: Sequence[Entry], problem_lines: Sequence[str] | None = None) -> str:
+    """A readable summary, then each problem (by default: the unexpected failures and passes)."""
     counts = summary(entries)
     lines = [f"{counts['checks']} checks: " + ", ".join(f"{count} {outcome}" for outcome, count in
                                                         sorted(counts["outcomes"].items(), key=_by_outcome))]
-    found = problems(entries)
+    found = list(problem_lines) if problem_lines is not None else _problem_lines(entries)
     if not found:
-        lines.append("No problems: every failure was declared expected, and every expected failure failed.")
-    for item in found:
-        lines.append(f"- {item['outcome']}: {item['check']} ({item['dtype']} on {item['device']}, {item['how']}) "
-                     f"in {item['chapter']} [{item['page']}#{item['anchor']}]")
-        if item["outcome"] == "unexpected pass":
-            lines.append("    declared expected_failure=True, but it passed: the demonstration shows nothing")
-        else:
-            lines.extend("    " + line for line in item["message"].splitlines())
+        lines.append("No problems: every executed check is in the ledger, every failure was declared expected, "
+                     "and every expected failure failed.")
+    lines.extend(found)
     return "\n".join(lines)
+
+
+def _problem_lines(entries: Sequence[Entry]) -> list[str]:
+    return [line for item in problems(entries) for line in _described(item, item["outcome"])]
 
 
 def _by_outcome(pair: tuple[str, int]) -> int:

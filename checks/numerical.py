@@ -28,10 +28,13 @@ import torch
 
 from .dtypes import dtype_name
 from .errors import CheckInputError, DtypeError, NaNInputError, NonScalarOutputError, StepError
+from .validate import memory
 
 Function = Callable[[torch.Tensor], torch.Tensor]
 Method = Literal["forward", "central", "complex", "richardson"]
 METHODS: tuple[Method, ...] = ("forward", "central", "complex", "richardson")
+# Richardson's tableau halves the step per level: beyond this its finest steps round to nothing useful.
+MAX_LEVELS = 10
 
 # The complex dtype in which a complex-step estimate evaluates f for each real dtype. There is no complex
 # bfloat16, and complex32 (chalf) supports too few CPU ops to evaluate ordinary functions.
@@ -154,9 +157,14 @@ def estimate_jacobian(
     """
     _require_method(method)
     x = _input(x)
-    if method == "richardson" and (not isinstance(levels, int) or levels < 2):
-        raise CheckInputError(f"Richardson extrapolation needs levels >= 2 (got {levels!r}): it combines steps")
+    if method == "richardson" and (isinstance(levels, bool) or not isinstance(levels, int) or levels < 2
+                                   or levels > MAX_LEVELS):
+        raise CheckInputError(f"Richardson extrapolation needs levels from 2 to {MAX_LEVELS} (got {levels!r}): it "
+                              f"combines steps h0, h0/2, ..., and finer ones round away")
+    if vectorize is not None and not isinstance(vectorize, bool):
+        raise CheckInputError(f"vectorize must be None, True or False, got {vectorize!r}")
     h0 = default_step(method, x.dtype).h0 if step is None else _relative_step(step)
+    require_memory(x, method)
     evaluate = _Evaluator(f, x, vectorize, scalar=_scalar)
     error = None
     if method == "forward":
@@ -177,6 +185,16 @@ def estimate_jacobian(
         batched=evaluate.batched,
         h0=h0,
     )
+
+
+def require_memory(x: torch.Tensor, method: Method) -> None:
+    """Refuse an estimate whose perturbed copies of x (one row per evaluation, made at once) do not fit."""
+    n = x.numel()
+    rows = n if method in ("forward", "complex") else 2 * n
+    itemsize = 2 * x.element_size() if method == "complex" else x.element_size()
+    memory(rows * n * itemsize, f"a {method} estimate for x of {n} elements ({dtype_name(x.dtype)})",
+           f"it evaluates f at {rows} perturbed copies of x, each of {n} elements, made at once; estimate "
+           f"a few elements at a time (a smaller x) instead")
 
 
 def representable_step(x: torch.Tensor, h0: float) -> torch.Tensor:
@@ -322,11 +340,13 @@ class _Evaluator:
 def _input(x: object) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise CheckInputError(f"x must be a tensor (torch.tensor(...)), got {type(x).__name__}")
-    if not x.dtype.is_floating_point:
+    if not x.dtype.is_floating_point or x.element_size() == 1:
         raise DtypeError(
-            f"x has dtype {dtype_name(x.dtype)}; finite differences need a real floating-point x "
-            f"(float16, bfloat16, float32 or float64)"
+            f"x has dtype {dtype_name(x.dtype)}; finite differences need a real floating-point x with "
+            f"arithmetic (float16, bfloat16, float32 or float64)"
         )
+    if x.numel() == 0:
+        raise CheckInputError(f"x is empty (shape {tuple(x.shape)}): there is nothing to differentiate")
     if not torch.isfinite(x).all():
         raise NaNInputError(f"x contains NaN or infinity: {x.tolist()}")
     return x.detach()

@@ -33,7 +33,7 @@ import torch
 from .compare import compare
 from .devices import device_name, resolve_devices
 from .display import format_value, records_html
-from .dtypes import dtype_name, to_dtype
+from .dtypes import dtype_name, real_dtype, to_dtype
 from .environment import environment
 from .execute import Results
 from .errors import CheckInputError
@@ -41,7 +41,8 @@ from .expectations import Expectation, Function, reference_input
 from .observe import forward, leaf
 from .plan import source_code
 from .records import Provenance, Record, Value
-from .tolerances import Tolerance, default_tolerance
+from .tolerances import Tolerance, default_tolerance, tolerance_argument
+from .validate import flag, function, integer, text
 
 Action = Literal["backward", "grad"]
 Reset = Literal[
@@ -79,6 +80,8 @@ class Step:
             raise CheckInputError(f"action={self.action!r} is not a pass; use one of {tuple(ACTION_WORDS)}")
         if self.reset is not None and self.reset not in RESETS:
             raise CheckInputError(f"reset={self.reset!r} is not a reset; use None or one of {RESETS}")
+        flag(self.fresh_forward, "fresh_forward")
+        flag(self.retain_graph, "retain_graph")
 
     def describe(self) -> str:
         parts = [f"reset: {self.reset}"] if self.reset else []
@@ -267,8 +270,11 @@ def run_passes(
     steps = _steps(steps)
     predicted = expect_passes(expectation, x, steps)
     reference = reference_input(x)
-    dtype = dtype_name(to_dtype(dtype))
-    tolerance = tolerance or default_tolerance(dtype)
+    dtype = dtype_name(real_dtype(dtype))
+    tolerance = tolerance_argument(tolerance, dtype)
+    if not isinstance(name, str):
+        raise CheckInputError(f"name must be text (the script's name in every record's label), got {name!r}")
+    integer(seed, "seed")
     prefix = f"{name}: " if name.strip() else ""
     passes = []
     for device in resolve_devices(devices if devices is None or not isinstance(devices, str) else [devices]):
@@ -326,9 +332,10 @@ def non_leaf_passes(
     when it is read (an expected failure: the derivative exists, .grad does not hold it); with retain_grad()
     it is stored. Returns the two records and the warning text captured from the first read.
     """
-    reference = reference_input(x)
-    name = dtype_name(to_dtype(dtype))
-    tolerance = tolerance or default_tolerance(name)
+    _require_expectations(outer=outer)
+    function(inner, "inner")
+    text(inner_text, "inner_text")
+    reference, name, tolerance = _common(x, dtype, device, tolerance, seed)
     with torch.no_grad():
         h_reference = reference_input(inner(reference.clone()))
     expected = outer.analytical(h_reference)
@@ -375,9 +382,8 @@ def second_derivative_passes(
     The last record is an expected failure: without create_graph the returned f'(x) has no graph, and
     PyTorch refuses to differentiate it.
     """
-    reference = reference_input(x)
-    name = dtype_name(to_dtype(dtype))
-    tolerance = tolerance or default_tolerance(name)
+    _require_expectations(first=first, second=second)
+    reference, name, tolerance = _common(x, dtype, device, tolerance, seed)
     first_expected = first.analytical(reference)
     second_expected = second.analytical(reference)
     with torch.no_grad():
@@ -428,9 +434,9 @@ def unused_input_passes(
     allow_unused=True it returns None for u (an expected failure: None is not the zero the maths gives);
     with materialize_grads=True it returns zeros.
     """
-    reference, u_reference = reference_input(x), reference_input(u)
-    name = dtype_name(to_dtype(dtype))
-    tolerance = tolerance or default_tolerance(name)
+    _require_expectations(expectation=expectation)
+    reference, name, tolerance = _common(x, dtype, device, tolerance, seed)
+    u_reference = reference_input(u)
     expected_x = expectation.analytical(reference)
     expected_u = torch.zeros_like(u_reference)
     options = (
@@ -466,6 +472,10 @@ def unused_input_passes(
 
 def provenance_frame(records: Sequence[Record]) -> pd.DataFrame:
     """Where each derivative came from: one row per record, stored or returned, with shape/dtype/device."""
+    if not isinstance(records, Sequence) or not all(isinstance(record, Record) for record in records):
+        raise CheckInputError(f"provenance needs a sequence of Records (e.g. the Results of a run), got {records!r:.80}")
+    if not records:
+        raise CheckInputError("provenance of no records: there is nothing to show")
     return pd.DataFrame([
         {
             "check": record.check,
@@ -496,8 +506,24 @@ def plain(value: torch.Tensor | Value | None) -> float | str:
     return float(tensor.item())
 
 
+def _require_expectations(**expectations: object) -> None:
+    for argument, value in expectations.items():
+        if not isinstance(value, Expectation):
+            raise CheckInputError(f"{argument} must be an Expectation written first (checks.Expectation(...)), "
+                                  f"got {type(value).__name__}")
+
+
+def _common(x: object, dtype: str, device: str, tolerance: object, seed: object) -> tuple[torch.Tensor, str, Tolerance]:
+    """The arguments every single-device check here shares: x, a real dtype, a present device, tolerance, seed."""
+    reference = reference_input(x)
+    name = dtype_name(real_dtype(dtype))
+    resolve_devices([device] if isinstance(device, str) else device, source="device")
+    integer(seed, "seed")
+    return reference, name, tolerance_argument(tolerance, name)
+
+
 def _steps(steps: Sequence[Step]) -> tuple[Step, ...]:
-    steps = tuple(steps)
+    steps = tuple(steps) if isinstance(steps, Sequence) and not isinstance(steps, str) else ()
     if not steps or not all(isinstance(step, Step) for step in steps):
         raise CheckInputError("a script needs at least one pass, each a checks.passes.Step(...)")
     return steps

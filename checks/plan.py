@@ -15,13 +15,14 @@ from dataclasses import dataclass
 import torch
 
 from .devices import resolve_devices
-from .dtypes import dtype_name, to_dtype
+from .dtypes import dtype_name, real_dtype, to_dtype
 from .errors import CheckInputError, DtypeError, ToleranceChangeError
 from .expectations import Expectation, reference_input
-from .numerical import COMPLEX_OF, METHODS, Method, default_step, representable_step
+from .numerical import COMPLEX_OF, MAX_LEVELS, METHODS, Method, default_step, representable_step
 from .observe import HOWS
 from .records import Provenance, Record
 from .tolerances import Tolerance, default_tolerance, numerical_tolerance
+from .validate import choices, flag, integer, number, text
 
 # Ways a plan can observe a gradient: autograd's two, and a finite-difference estimate.
 PLAN_HOWS: tuple[Provenance, ...] = (*HOWS, "numerical")
@@ -74,6 +75,11 @@ class Plan(Sequence[PlannedCheck]):
 
     def __init__(self, checks: Sequence[PlannedCheck]) -> None:
         self._checks = tuple(checks)
+        if not self._checks:
+            raise CheckInputError("a plan with no checks is refused: running it would report nothing as passed")
+        if not all(isinstance(check, PlannedCheck) for check in self._checks):
+            raise CheckInputError("a Plan holds PlannedChecks (from checks.plan(...)); got "
+                                  + ", ".join(sorted({type(check).__name__ for check in self._checks})))
 
     def __getitem__(self, index):  # type: ignore[override]
         return self._checks[index]
@@ -125,21 +131,26 @@ def plan(
     """
     if not isinstance(expectation, Expectation):
         raise CheckInputError("plan() needs an Expectation written first (checks.Expectation(...))")
-    hows = (how,) if isinstance(how, str) else tuple(how)
-    for item in hows:
-        if item not in PLAN_HOWS:
-            raise CheckInputError(f"how={item!r} is not a way of observing a gradient; use one of {PLAN_HOWS}")
-    methods = (method,) if isinstance(method, str) else tuple(method)
-    for item in methods:
-        if item not in METHODS:
-            raise CheckInputError(f"method={item!r} is not a finite-difference method; use one of {METHODS}")
+    hows = choices(how, "how", PLAN_HOWS)
+    methods = choices(method, "method", METHODS)
+    flag(expected_failure, "expected_failure")
+    integer(seed, "seed")
+    if label is not None:
+        text(label, "label")
+    if step is not None:
+        number(step, "step (a relative step h0)", above=0)
+    if "numerical" in hows and "richardson" in methods:
+        integer(levels, "levels", minimum=2, maximum=MAX_LEVELS)
     adaptive = tolerance == ADAPTIVE
     if adaptive and ("numerical" not in hows or set(methods) != {"richardson"}):
         raise ToleranceChangeError(
             'tolerance="estimate" needs how="numerical" with method="richardson": only Richardson '
             "reports an error estimate to take the tolerance from"
         )
-    names = [dtype_name(to_dtype(d)) for d in ((dtypes,) if isinstance(dtypes, str) else dtypes)]
+    names = [dtype_name(real_dtype(d)) for d in choices(dtypes, "dtypes")]
+    choices(names, "dtypes")  # "float64" and torch.float64 are the same dtype twice
+    if isinstance(tolerance, Mapping):
+        _require_tolerance_keys(tolerance, names)
     reference = reference_input(x)
     expected = expectation.analytical(reference)
     label = label or f"{expectation.function} at x={_short(reference)}"
@@ -164,7 +175,42 @@ def plan(
                     checks.append(PlannedCheck(label, expectation, reference, expected, item, name, device,
                                                allowed, expected_failure, seed, estimator, step, levels,
                                                adaptive))
+    for check in checks:
+        if not check.adaptive:
+            _require_discrimination(check)
     return Plan(checks)
+
+
+def _require_tolerance_keys(tolerance: Mapping[object, object], names: list[str]) -> None:
+    """Every key of a per-dtype tolerance names a dtype that is planned: a misspelt one is not ignored."""
+    for key in tolerance:
+        try:
+            name = dtype_name(to_dtype(key))  # type: ignore[arg-type]
+        except DtypeError:
+            raise ToleranceChangeError(f"tolerance has an entry for {key!r}, which is not a dtype; the checks "
+                                       f"planned are in {', '.join(names)}") from None
+        if name not in names:
+            raise ToleranceChangeError(f"tolerance has an entry for {name}, but no {name} check is planned "
+                                       f"(dtypes: {', '.join(names)}); a tolerance that is never used is a slip")
+
+
+def _require_discrimination(check: PlannedCheck) -> None:
+    """Refuse a tolerance that would accept a zero gradient wherever the expected one is not zero.
+
+    Such an allowance is at least as large as the quantity it judges: a missing or sign-flipped gradient
+    would pass (a numerical step of 10, forward differences in bfloat16), so the check cannot fail.
+    """
+    expected = check.expected.abs().reshape(-1)
+    allowed = check.tolerance.atol + check.tolerance.rtol * expected
+    nonzero = expected != 0
+    if nonzero.any() and bool((allowed[nonzero] >= expected[nonzero]).all()):
+        index = int(expected.argmax())
+        raise CheckInputError(
+            f"the check {check.label!r} ({check.how}{' ' + check.method if check.method else ''}, {check.dtype}) "
+            f"cannot discriminate: it allows {float(allowed[index]):.3g} where the expected gradient is "
+            f"{float(expected[index]):.3g}, so a zero or sign-flipped gradient would pass. "
+            f"Tolerance: {check.tolerance.reason}. Use a smaller step, another method or a finer dtype"
+        )
 
 
 def _numerical_default(

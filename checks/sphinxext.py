@@ -1,25 +1,39 @@
 """Sphinx extension for the book: never show stale numbers, style the check tables, and keep the ledger.
 
 Sphinx re-reads (and so re-executes) a chapter only when its source changes. The chapters' numbers also
-depend on the `checks` package, the torch version and the devices present, so their fingerprint is a
-config value with rebuild="env": when it changes, Sphinx re-reads every chapter.
+depend on the `checks` package, the torch, Python, numpy and pandas versions and the devices present
+(checks.fingerprint), so their fingerprint is a config value with rebuild="env": when it changes, Sphinx
+re-reads every chapter.
 
-The ledger works like sphinx.ext.todo's todolist: when a chapter is read, the records its check tables
-embed are kept in the build environment (which Sphinx saves between builds, so a chapter that is not
-re-read keeps its records); the `checks-ledger` directive is replaced by the table of all of them when
-pages are written, and ledger.json is written beside the site's index.
+The ledger holds every check executed, displayed or not (see checks.records, "Collection at execution"):
+
+1. builder-inited: the previous ledger.json is removed (a failed or interrupted build leaves none that
+   could verify) and the folder of per-chapter record files, <doctreedir>/checks-records/, is emptied.
+2. source-read: CHECKS_RECORDS is set to the chapter's own file, records_path(doctreedir, docname), so
+   the kernel myst-nb starts for it appends each executed record there. Chapters read in parallel
+   (sphinx -j, forked workers) each get their own file. checks.parallel, which starts the kernels of the
+   chapters to be read before Sphinx reads them, gives each kernel kernel_environment(app, docname) through
+   its checks-kernel-environment event, and the extension finds the file the same way.
+3. doctree-read: the chapter's file is read back into the build environment with how the chapter was
+   executed (myst-nb's execution data); Sphinx saves the environment between builds, so a chapter that
+   is not re-read keeps its records. The file is then removed.
+4. Pages are written: the `checks-ledger` directive is replaced by the table of all records. The ledger
+   page is read again whenever any record changed since the last finished build (its ledger.json is
+   compared), so it is never left showing records that no longer exist.
+5. build-finished, only without an exception: ledger.json is written atomically, stamped with the
+   fingerprint's components, each chapter's source hash, execution and count of checks executed.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import os
 import posixpath
-import re
+import shutil
 from collections.abc import Iterable, Set
 from pathlib import Path
+from urllib.parse import quote
 
-import torch
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.builders.html import StandaloneHTMLBuilder
@@ -28,23 +42,27 @@ from sphinx.environment import BuildEnvironment
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.fileutil import copy_asset
 
-from . import ledger
-from .devices import available_devices
-from .display import RECORDS_MIME
-from .records import Record
+from . import fingerprint as build_fingerprint
+from . import ledger, parallel
+from .records import RECORDS_VARIABLE, Record, read_collected
 
 PACKAGE = Path(__file__).resolve().parent
+RECORDS_FOLDER = "checks-records"
 
 
 def fingerprint() -> str:
-    """A hash of the checks package's source, the torch version and the devices the checks run on."""
-    digest = hashlib.sha256()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        digest.update(path.relative_to(PACKAGE).as_posix().encode())
-        digest.update(path.read_bytes())
-    digest.update(torch.__version__.encode())
-    digest.update(",".join(available_devices()).encode())
-    return digest.hexdigest()
+    """The build's fingerprint (checks.fingerprint): when it changes, every chapter is executed again."""
+    return build_fingerprint.fingerprint()
+
+
+def records_path(doctreedir: str | os.PathLike[str], docname: str) -> Path:
+    """The file a chapter's kernel appends its executed records to: one per chapter and build folder."""
+    return Path(doctreedir) / RECORDS_FOLDER / f"{quote(docname, safe='')}.jsonl"
+
+
+def kernel_environment(app: Sphinx, docname: str) -> dict[str, str]:
+    """The environment variable a kernel executing docname needs so that its checks reach the ledger."""
+    return {RECORDS_VARIABLE: str(records_path(app.doctreedir, docname))}
 
 
 def _set_fingerprint(app: Sphinx, config: Config) -> None:
@@ -53,9 +71,6 @@ def _set_fingerprint(app: Sphinx, config: Config) -> None:
 
 def _add_static(app: Sphinx) -> None:
     app.config.html_static_path.append(str(PACKAGE / "_static"))
-
-
-EMBEDDED = re.compile(rf'<script type="{re.escape(RECORDS_MIME)}">(.*?)</script>', re.DOTALL)
 
 
 class ledger_placeholder(nodes.General, nodes.Element):
@@ -70,10 +85,11 @@ class LedgerDirective(SphinxDirective):
         return [ledger_placeholder()]
 
 
-def _records(env: BuildEnvironment) -> dict[str, list[dict]]:
-    if not hasattr(env, "checks_records"):
-        env.checks_records = {}
-    return env.checks_records
+def _chapters(env: BuildEnvironment) -> dict[str, dict]:
+    """docname -> {"records": [...], "executed": n, "execution": how myst-nb executed it}."""
+    if not hasattr(env, "checks_chapters"):
+        env.checks_chapters = {}
+    return env.checks_chapters
 
 
 def _ledger_pages(env: BuildEnvironment) -> set[str]:
@@ -82,36 +98,66 @@ def _ledger_pages(env: BuildEnvironment) -> set[str]:
     return env.checks_ledger_pages
 
 
+def _start_build(app: Sphinx) -> None:
+    """No ledger survives into a build that may fail; each chapter's record file starts empty."""
+    if app.builder.format != "html":
+        return
+    previous = Path(app.outdir) / ledger.LEDGER_JSON
+    app.checks_previous_digest = ledger.digest_of_file(previous)
+    previous.unlink(missing_ok=True)
+    folder = Path(app.doctreedir) / RECORDS_FOLDER
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+
+
+def _before_execution(app: Sphinx, docname: str, source: list[str]) -> None:
+    os.environ.update(kernel_environment(app, docname))
+
+
 def _collect(app: Sphinx, doctree: nodes.document) -> None:
-    """Keep the executed records a chapter's outputs embed, in page order; a table shown twice counts once."""
-    found: dict[str, dict] = {}
-    for raw in doctree.findall(nodes.raw):
-        if "html" not in raw.get("format", "").split():
-            continue
-        for payload in EMBEDDED.findall(raw.astext()):
-            for record in json.loads(payload):
-                found.setdefault(json.dumps(record, sort_keys=True), record)
-    if found:
-        _records(app.env)[app.env.docname] = list(found.values())
+    """Keep every record the chapter's kernel executed (the last one per id), displayed or not."""
+    docname = app.env.docname
+    os.environ.pop(RECORDS_VARIABLE, None)
+    path = records_path(app.doctreedir, docname)
+    records = read_collected(path)
+    path.unlink(missing_ok=True)
+    execution = _execution(app.env, docname)
+    if records or execution:
+        _chapters(app.env)[docname] = {"records": records, "executed": len(records),
+                                       "execution": execution or "not executed"}
+
+
+def _execution(env: BuildEnvironment, docname: str) -> str:
+    """How myst-nb executed the chapter ("" for a page without code): method, and the error if it failed."""
+    try:
+        from myst_nb.sphinx_ import NbMetadataCollector
+    except ImportError:
+        return ""
+    data = NbMetadataCollector.get_exec_data(env, docname)
+    if not data:
+        return ""
+    return f"{data['method']}: " + ("succeeded" if data["succeeded"] else f"failed ({data['error']})")
 
 
 def _purge(app: Sphinx, env: BuildEnvironment, docname: str) -> None:
-    _records(env).pop(docname, None)
+    _chapters(env).pop(docname, None)
     _ledger_pages(env).discard(docname)
 
 
 def _merge(app: Sphinx, env: BuildEnvironment, docnames: Set[str], other: BuildEnvironment) -> None:
     for docname in docnames:
-        if docname in _records(other):
-            _records(env)[docname] = _records(other)[docname]
+        if docname in _chapters(other):
+            _chapters(env)[docname] = _chapters(other)[docname]
         if docname in _ledger_pages(other):
             _ledger_pages(env).add(docname)
 
 
 def _reread_ledger(app: Sphinx, env: BuildEnvironment, added: Set[str], changed: Set[str],
                    removed: Set[str]) -> Iterable[str]:
-    """Any chapter read again (or added, or removed) changes the ledger page too."""
-    return sorted(_ledger_pages(env)) if added or changed or removed else []
+    """The ledger page is read again when any chapter is, or when its records differ from the ones the
+    last finished build published (a build interrupted after reading, say)."""
+    stale = added or changed or removed or ledger.digest(entries(app)) != getattr(app, "checks_previous_digest", None)
+    return sorted(_ledger_pages(env)) if stale else []
 
 
 def _book_order(env: BuildEnvironment) -> list[str]:
@@ -131,13 +177,30 @@ def _book_order(env: BuildEnvironment) -> list[str]:
 
 def entries(app: Sphinx) -> list[ledger.Entry]:
     """Every record of the build as a ledger entry, in book order."""
-    records = _records(app.env)
+    chapters = _chapters(app.env)
     return [
         ledger.entry(Record.from_dict(record), chapter=app.env.titles[docname].astext(),
                      page=app.builder.get_target_uri(docname))
-        for docname in _book_order(app.env) if docname in records
-        for record in records[docname]
+        for docname in _book_order(app.env) if docname in chapters
+        for record in chapters[docname]["records"]
     ]
+
+
+def _stamp(app: Sphinx) -> dict:
+    """What the ledger was built from: the fingerprint's parts and each executed chapter's source."""
+    here = Path(app.outdir)
+    chapters = _chapters(app.env)
+    return {
+        "finished": True,
+        "fingerprint": build_fingerprint.components(),
+        "chapters": [
+            {"chapter": app.env.titles[docname].astext(), "page": app.builder.get_target_uri(docname),
+             "source": Path(os.path.relpath(app.env.doc2path(docname), here)).as_posix(),
+             "source_sha256": ledger.file_sha256(Path(app.env.doc2path(docname))),
+             "executed": chapters[docname]["executed"], "execution": chapters[docname]["execution"]}
+            for docname in _book_order(app.env) if docname in chapters
+        ],
+    }
 
 
 def _place_ledger(app: Sphinx, doctree: nodes.document, docname: str) -> None:
@@ -157,7 +220,7 @@ def _place_ledger(app: Sphinx, doctree: nodes.document, docname: str) -> None:
 
 def _write_json(app: Sphinx, exception: Exception | None) -> None:
     if exception is None and app.builder.format == "html":
-        (Path(app.outdir) / ledger.LEDGER_JSON).write_text(ledger.to_json(entries(app)), encoding="utf-8")
+        ledger.write(Path(app.outdir) / ledger.LEDGER_JSON, entries(app), _stamp(app))
 
 
 def _refresh_static(app: Sphinx, exception: Exception | None) -> None:
@@ -183,6 +246,10 @@ def setup(app: Sphinx) -> dict:
     app.add_css_file("checks.css")
     app.add_node(ledger_placeholder)
     app.add_directive("checks-ledger", LedgerDirective)
+    app.connect("builder-inited", _start_build)
+    app.connect("source-read", _before_execution)
+    app.setup_extension("checks.parallel")  # executes the chapters; each kernel gets its record file
+    app.connect(parallel.ENVIRONMENT_EVENT, kernel_environment)
     app.connect("doctree-read", _collect)
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)
@@ -190,4 +257,4 @@ def setup(app: Sphinx) -> dict:
     app.connect("doctree-resolved", _place_ledger)
     app.connect("build-finished", _write_json)
     app.connect("build-finished", _refresh_static)
-    return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True, "env_version": 2}
+    return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True, "env_version": 3}

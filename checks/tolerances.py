@@ -13,8 +13,9 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from .dtypes import dtype_name, to_dtype
-from .errors import ToleranceChangeError
+from .errors import CheckInputError, DtypeError, ToleranceChangeError
 from .numerical import Estimate, default_step, machine_epsilon
+from .validate import integer, number
 
 # torch.testing.assert_close defaults (torch/testing/_comparison.py, _DTYPE_PRECISIONS); float64 is also
 # its fallback for dtypes it does not list.
@@ -51,15 +52,20 @@ class Tolerance:
     def __post_init__(self) -> None:
         _require_reason(self.reason, "a tolerance")
         for name in ("rtol", "atol"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and value >= 0 and value == value):
-                raise ToleranceChangeError(f"{name} must be a non-negative number, got {value!r}")
+            number(getattr(self, name), name, minimum=0, error=ToleranceChangeError)
+        if self.rtol >= 1:
+            raise ToleranceChangeError(
+                f"rtol={self.rtol!r} allows a difference as large as the expected value itself: a zero (or "
+                f"sign-flipped) gradient would pass, so the check cannot fail; use rtol < 1"
+            )
 
     def changed(self, *, reason: str, rtol: float | None = None, atol: float | None = None) -> Tolerance:
         """A new tolerance with rtol and/or atol changed; refused without a written reason."""
         _require_reason(reason, "changing a tolerance")
-        new_rtol = self.rtol if rtol is None else float(rtol)
-        new_atol = self.atol if atol is None else float(atol)
+        if rtol is None and atol is None:
+            raise ToleranceChangeError("changed() needs rtol or atol: a change that changes nothing is not recorded")
+        new_rtol = self.rtol if rtol is None else number(rtol, "rtol", minimum=0, error=ToleranceChangeError)
+        new_atol = self.atol if atol is None else number(atol, "atol", minimum=0, error=ToleranceChangeError)
         change = ToleranceChange(self.rtol, self.atol, new_rtol, new_atol, reason.strip())
         return replace(self, rtol=new_rtol, atol=new_atol, reason=reason.strip(), history=(*self.history, change))
 
@@ -73,6 +79,11 @@ class Tolerance:
 
     @classmethod
     def from_dict(cls, data: dict) -> Tolerance:
+        if not isinstance(data, dict):
+            raise ToleranceChangeError(f"a tolerance is read from a dictionary, got {type(data).__name__}")
+        missing = [key for key in ("rtol", "atol", "reason") if key not in data]
+        if missing:
+            raise ToleranceChangeError(f"a tolerance needs {', '.join(missing)}; the dictionary lacks them")
         history = tuple(ToleranceChange(**change) for change in data.get("history", ()))
         return cls(rtol=data["rtol"], atol=data["atol"], reason=data["reason"], history=history)
 
@@ -80,8 +91,23 @@ class Tolerance:
 def default_tolerance(dtype: str | torch.dtype) -> Tolerance:
     """torch.testing.assert_close's default for this dtype, with that provenance as the reason."""
     name = dtype_name(to_dtype(dtype))
-    rtol, atol = ASSERT_CLOSE_DEFAULTS.get(name, ASSERT_CLOSE_DEFAULTS["float64"])
+    if name not in ASSERT_CLOSE_DEFAULTS:
+        raise DtypeError(f"torch.testing.assert_close has no default tolerance for {name}; use one of "
+                         f"{', '.join(ASSERT_CLOSE_DEFAULTS)}")
+    rtol, atol = ASSERT_CLOSE_DEFAULTS[name]
     return Tolerance(rtol=rtol, atol=atol, reason=f"torch.testing.assert_close default for {name}")
+
+
+def tolerance_argument(tolerance: object, dtype: str) -> Tolerance:
+    """A tolerance argument: None for the dtype's default, or a Tolerance; anything else has no reason."""
+    if tolerance is None:
+        return default_tolerance(dtype)
+    if not isinstance(tolerance, Tolerance):
+        raise ToleranceChangeError(
+            f"tolerance={tolerance!r} has no written reason; pass a Tolerance, e.g. "
+            f"default_tolerance({dtype!r}).changed(rtol=..., reason='why this is right')"
+        )
+    return tolerance
 
 
 def _require_reason(reason: object, what: str) -> None:
@@ -122,14 +148,13 @@ def numerical_tolerance(
     resolved = to_dtype(dtype)
     rule = default_step(method, resolved)  # also refuses an unknown method
     eps = machine_epsilon(resolved)
+    for name, value in (("f_scale", f_scale), ("gradient_scale", gradient_scale),
+                        ("derivative_scale", derivative_scale)):
+        number(value, name, minimum=0, error=ToleranceChangeError)
+    number(safety, "safety", minimum=1, error=ToleranceChangeError)
+    integer(levels, "levels", minimum=1)
     finest = rule.h0 / 2 ** (levels - 1) if method == "richardson" else rule.h0
-    h = finest if step is None else float(step)
-    if not (h > 0 and min(f_scale, gradient_scale, derivative_scale) >= 0 and safety >= 1 and levels >= 1):
-        raise ToleranceChangeError(
-            f"a derived tolerance needs step > 0, non-negative scales, levels >= 1 and safety >= 1; got "
-            f"step={h!r}, f_scale={f_scale!r}, gradient_scale={gradient_scale!r}, "
-            f"derivative_scale={derivative_scale!r}, levels={levels!r}, safety={safety!r}"
-        )
+    h = finest if step is None else number(step, "step", above=0, error=ToleranceChangeError)
     rounding, truncation, formula = {
         "forward": (eps * f_scale / h, h * derivative_scale / 2, "ε|f|/h + h|f''|/2"),
         "central": (eps * f_scale / h, h**2 * derivative_scale / 6, "ε|f|/h + h²|f'''|/6"),
@@ -153,6 +178,10 @@ def estimate_tolerance(estimate: Estimate, *, safety: float = NUMERICAL_SAFETY) 
     This is Option B of the decision guide: the allowance comes from the telemetry of this estimate, so
     it is only as trustworthy as that error estimate, and the record shows both.
     """
+    if not isinstance(estimate, Estimate):
+        raise CheckInputError(f"estimate_tolerance needs an Estimate (from estimate_gradient), got "
+                              f"{type(estimate).__name__}")
+    number(safety, "safety", minimum=1, error=ToleranceChangeError)
     if estimate.error is None:
         raise ToleranceChangeError(
             f"a {estimate.method} estimate reports no error estimate; derive its tolerance with "

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from sphinx.cmd.build import build_main
 
+import checks.fingerprint
 import checks.parallel
 import checks.sphinxext
 
@@ -96,7 +97,7 @@ def test_fingerprint_follows_the_package_source(tmp_path: Path, monkeypatch: pyt
     package = tmp_path / "checks"
     package.mkdir()
     (package / "a.py").write_text("x = 1\n")
-    monkeypatch.setattr(checks.sphinxext, "PACKAGE", package)
+    monkeypatch.setattr(checks.fingerprint, "PACKAGE", package)
     before = checks.sphinxext.fingerprint()
     assert checks.sphinxext.fingerprint() == before
     (package / "a.py").write_text("x = 2\n")

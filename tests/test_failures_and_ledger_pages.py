@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ def toc_pages() -> list[str]:
 
 
 def ledger_json(book_html: Path) -> list[dict]:
-    return json.loads((book_html / ledger.LEDGER_JSON).read_text())
+    return ledger.load(book_html)
 
 
 def test_failures_chapter_shows_each_failure_in_full(book_html: Path) -> None:

@@ -15,6 +15,7 @@ import checks
 from checks import ledger
 from checks.__main__ import main
 from checks.display import records_html
+from checks.fingerprint import components
 
 SQUARE = checks.Expectation("x*x", lambda x: x * x, "2*x", lambda x: 2 * x, "power rule")
 WRONG = checks.Expectation("x*x", lambda x: x * x, "3*x", lambda x: 3 * x, "a wrong rule, on purpose")
@@ -94,7 +95,7 @@ def test_ledger_orders_failures_first_and_counts_per_outcome_and_device() -> Non
 
 
 def test_ledger_entries_are_a_superset_of_the_documented_record_shape() -> None:
-    item = json.loads(ledger.to_json(entries(run(SQUARE))))[0]
+    item = json.loads(ledger.to_json(entries(run(SQUARE))))["checks"][0]
     assert {"function": "x*x", "x": 3.0, "analytical_gradient": 6.0, "executed": True}.items() <= item.items()
     assert item["observed_gradient"] == pytest.approx(6.0)
     assert {"chapter", "page", "anchor", "outcome", "how", "tolerance", "verdict", "expected_failure"} <= set(item)
@@ -111,7 +112,13 @@ def test_ledger_html_links_each_row_to_its_chapter_and_offers_the_json() -> None
 
 
 def write(tmp_path: Path, items: list[ledger.Entry]) -> Path:
-    (tmp_path / ledger.LEDGER_JSON).write_text(ledger.to_json(items))
+    """A ledger as a finished build stamps it: this checkout's fingerprint, one chapter of these checks."""
+    source = tmp_path / "a.md"
+    source.write_text("# A chapter\n")
+    chapter = {"chapter": "A chapter", "page": "book/a.html", "source": "a.md",
+               "source_sha256": ledger.file_sha256(source), "executed": len(items), "execution": "force: succeeded"}
+    build = {"finished": True, "fingerprint": components(), "chapters": [chapter]}
+    (tmp_path / ledger.LEDGER_JSON).write_text(ledger.to_json(items, build))
     return tmp_path
 
 
@@ -131,13 +138,103 @@ def test_command_line_lists_unexpected_failures_and_unexpected_passes(
     assert "- unexpected pass: x*x at x=3" in out and "declared expected_failure=True, but it passed" in out
 
 
-@pytest.mark.parametrize("content", [None, "not json", '{"a": 1}'])
-def test_command_line_refuses_a_missing_or_malformed_ledger(tmp_path: Path, content: str | None,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    if content is not None:
-        (tmp_path / ledger.LEDGER_JSON).write_text(content)
-    assert main([str(tmp_path)]) == 2
-    assert str(tmp_path) in capsys.readouterr().err
+def stamped(tmp_path: Path, change) -> Path:
+    """A sound ledger of one failure declared expected and one pass, then changed by change(data)."""
+    site = write(tmp_path, entries(run(SQUARE), run(WRONG, expected_failure=True)))
+    path = site / ledger.LEDGER_JSON
+    data = json.loads(path.read_text())
+    result = change(data)
+    path.write_bytes(result if isinstance(result, bytes) else json.dumps(data).encode())
+    return site
+
+
+def _set(where: str, key: str, value: object):
+    def change(data: dict) -> None:
+        target = {"check": data["checks"][0], "build": data["build"], "chapter": data["build"]["chapters"][0],
+                  "fingerprint": data["build"]["fingerprint"]}[where]
+        if value is DELETE:
+            del target[key]
+        else:
+            target[key] = value
+    return change
+
+
+DELETE = object()
+MALFORMED = {
+    "missing file": None,
+    "not JSON": lambda data: b"not json",
+    "not UTF-8": lambda data: b'{"build": {}, "checks": ["\xff\xfe"]}',
+    "a list, the old format": lambda data: json.dumps(data["checks"]).encode(),
+    "not an object": lambda data: b'"ledger"',
+    "no build stamp": lambda data: json.dumps({"checks": data["checks"]}).encode(),
+    "unfinished build": _set("build", "finished", False),
+    "no fingerprint": _set("build", "fingerprint", DELETE),
+    "a check that is not an object": lambda data: data["checks"].append("a check"),
+    "a check without an id": _set("check", "id", DELETE),
+    "a check without a verdict": _set("check", "verdict", DELETE),
+    "a check without an outcome": _set("check", "outcome", DELETE),
+    "a bogus outcome": _set("check", "outcome", "fine"),
+    "a planned verdict": _set("check", "verdict", "planned"),
+    "a verdict of True": _set("check", "verdict", True),
+    "expected_failure 'no'": _set("check", "expected_failure", "no"),
+    "expected_failure 0": _set("check", "expected_failure", 0),
+    "executed False": _set("check", "executed", False),
+    "x a string": _set("check", "x", "3"),
+    "a chapter without its source": _set("chapter", "source", DELETE),
+    "a chapter count that is not a number": _set("chapter", "executed", "2"),
+    "a chapter count of True": _set("chapter", "executed", True),
+    "another torch": _set("fingerprint", "torch", "1.0.0"),
+    "another checks package": _set("fingerprint", "checks source", "0" * 64),
+    "other devices": _set("fingerprint", "devices", "cpu,cuda"),
+    "another numpy": _set("fingerprint", "numpy", "0.1"),
+    "a chapter's source edited since": _set("chapter", "source_sha256", "0" * 64),
+    "a chapter's source gone": _set("chapter", "source", "gone.md"),
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+def test_command_line_refuses_a_missing_malformed_or_mismatched_ledger_in_one_line(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    change = MALFORMED[name]
+    site = tmp_path if change is None else stamped(tmp_path, change)
+    assert main([str(site)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("python -m checks: ") and str(tmp_path) in err and len(err.splitlines()) == 1
+
+
+PROBLEMATIC = {
+    "an empty ledger": (lambda data: (data["checks"].clear(), data["build"]["chapters"].clear()),
+                        "holds no checks"),
+    "a stored outcome the verdict contradicts": (_set("check", "outcome", "unexpected pass"), "stored outcome"),
+    "a check lost from the ledger": (lambda data: data["checks"].pop(), "2 checks executed, 1 in the ledger"),
+    "a chapter whose execution failed": (_set("chapter", "execution", "force: failed (ZeroDivisionError)"),
+                                         "checks after the error never ran"),
+    "a check from a page the build did not execute": (_set("check", "page", "book/b.html"),
+                                                      "which the build did not execute"),
+    "the same check twice": (lambda data: data["checks"].append(dict(data["checks"][0])), "in the ledger 2 times"),
+}
+
+
+@pytest.mark.parametrize("name", PROBLEMATIC)
+def test_command_line_lists_the_problems_of_a_readable_ledger(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    change, words = PROBLEMATIC[name]
+    assert main([str(stamped(tmp_path, change))]) == 1
+    assert words in capsys.readouterr().out
+
+
+def test_the_verifier_recomputes_the_outcome_instead_of_trusting_it(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    site = write(tmp_path, entries(run(WRONG)))
+    path = site / ledger.LEDGER_JSON
+    data = json.loads(path.read_text())
+    data["checks"][0]["outcome"] = "pass"  # a failure relabelled as a pass
+    path.write_text(json.dumps(data))
+    assert main([str(site)]) == 1
+    out = capsys.readouterr().out
+    assert "unexpected failure: x*x at x=3" in out and "stored outcome 'pass'" in out
 
 
 def test_python_dash_m_checks_runs_as_a_module(tmp_path: Path) -> None:
@@ -164,3 +261,49 @@ def test_each_lambda_shows_its_own_expression_when_several_share_a_line() -> Non
     code = source_code(checks.Expectation(function="3*x**2", f=lambda x: 3 * x**2, gradient="6*x", df=lambda x: 6 * x,
                                           source="power rule"))
     assert code == {"f": "lambda x: 3 * x**2", "df": "lambda x: 6 * x"}
+
+
+def test_every_executed_record_is_collected_when_constructed_and_loaded_ones_are_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from checks.records import RECORDS_VARIABLE, collected, read_collected
+
+    target = tmp_path / "chapter.jsonl"
+    monkeypatch.setenv(RECORDS_VARIABLE, str(target))
+    record = run(WRONG, x=11.0)  # never displayed
+    assert record in collected()
+    assert [item["id"] for item in read_collected(target)] == [record.id]
+    declared = replace(record, expected_failure=True)  # the same id constructed again: the last one is kept
+    assert [item["expected_failure"] for item in read_collected(target)] == [True]
+    assert declared in collected() and record not in collected()
+    checks.load_records(checks.dump_records([run(SQUARE, x=12.0)]))
+    lines = target.read_text().splitlines()
+    assert len(lines) == 3  # the record run, its replacement, and the run of x=12, but not the one loaded back
+    assert not checks.plan(SQUARE, 13.0, devices="cpu").records()[0].executed  # a plan is not collected
+
+
+def test_a_record_file_cut_short_is_an_error_not_a_lost_record(tmp_path: Path) -> None:
+    from checks.records import read_collected
+
+    target = tmp_path / "chapter.jsonl"
+    target.write_text(run(SQUARE).to_json() + "\n" + run(WRONG).to_json()[:40])
+    with pytest.raises(ValueError, match="line 2: not a complete record"):
+        read_collected(target)
+
+
+def test_a_large_check_is_folded_in_its_json_and_the_ledger_still_verifies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    total = checks.Expectation("x.sum()", lambda x: x.sum(), "1", torch.ones_like, "sum rule")
+    x = torch.linspace(-1.0, 1.0, 20_000, dtype=torch.float64)
+    record = checks.plan(total, x, devices="cpu").run().one()
+    data = record.to_dict()
+    assert len(record.to_json()) < 10_000  # 20 000 values each in x, expected and observed would be ~1 MB
+    assert data["x"]["count"] == 20_000 and data["x"]["shape"] == [20_000]
+    assert data["x"]["min"] == -1.0 and data["x"]["max"] == 1.0
+    assert data["observed_gradient"]["worst"][0]["difference"] == record.abs_error
+    assert record.x == x.tolist()  # the record itself keeps every value; only what is written is folded
+    assert main([str(write(tmp_path, entries(record)))]) == 0
+    assert "20000 values" in BeautifulSoup(records_html([checks.Record.from_dict(data)]), "html.parser").get_text()

@@ -1,0 +1,46 @@
+"""The build's fingerprint: what, besides a chapter's own text, decides the numbers the book shows.
+
+The checks package's source, the versions of torch, Python, numpy and pandas, and the devices the checks
+run on. checks.sphinxext re-executes every chapter when it changes; the ledger is stamped with it, and
+`python -m checks` refuses a ledger whose fingerprint differs from the one of the sources beside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from pathlib import Path
+
+import numpy
+import pandas
+import torch
+
+from .devices import available_devices
+
+PACKAGE = Path(__file__).resolve().parent
+
+
+def components() -> dict[str, str]:
+    """Each part of the fingerprint by name, so a mismatch can say which part differs."""
+    source = hashlib.sha256()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source.update(path.relative_to(PACKAGE).as_posix().encode())
+        source.update(path.read_bytes())
+    return {
+        "checks source": source.hexdigest(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+        "pandas": pandas.__version__,
+        "devices": ",".join(available_devices()),
+    }
+
+
+def digest(parts: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def fingerprint() -> str:
+    """One hash of every component."""
+    return digest(components())

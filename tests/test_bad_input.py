@@ -1,0 +1,456 @@
+"""Bad input to the public API (checks.__all__) gets a named `checks` error, never a silently wrong result
+and never an obscure traceback. One row per kind of bad input: what is called, the error type expected,
+and words the message must contain (the problem named, not just "error")."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+
+import pytest
+import torch
+
+import checks
+from checks import (
+    CheckInputError,
+    DeviceUnavailableError,
+    DtypeError,
+    NaNInputError,
+    NonScalarOutputError,
+    ShapeMismatchError,
+    StepError,
+    ToleranceChangeError,
+)
+
+SQUARE = checks.Expectation("x*x", lambda x: x * x, "2*x", lambda x: 2 * x, "power rule")
+SINE = checks.Expectation("sin(x)", torch.sin, "cos(x)", torch.cos, "d/dx sin x = cos x")
+TOTAL = checks.Expectation("(x*x).sum()", lambda x: (x * x).sum(), "2*x", lambda x: 2 * x, "power rule")
+DERIVATIVE = checks.Expectation("2*x", lambda x: 2 * x, "2", lambda x: torch.full_like(x, 2.0), "constant")
+TOL = checks.default_tolerance("float64")
+STEPS = [checks.Step("backward")]
+
+
+def vector(*values: float, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    return torch.tensor(values, dtype=dtype)
+
+
+def square_sum(x: torch.Tensor) -> torch.Tensor:
+    return (x * x).sum()
+
+
+def expectation(**changes: object) -> Callable[[], object]:
+    arguments = {"function": "x*x", "f": lambda x: x * x, "gradient": "2*x", "df": lambda x: 2 * x,
+                 "source": "power rule", **changes}
+    return lambda: checks.Expectation(**arguments)
+
+
+def plan(x: object = 1.0, **options: object) -> Callable[[], object]:
+    return lambda: checks.plan(SINE, x, **{"devices": "cpu", **options})
+
+
+def numerical(x: object = 1.0, **options: object) -> Callable[[], object]:
+    return lambda: checks.plan(SINE, x, **{"devices": "cpu", "how": "numerical", **options})
+
+
+def tolerance(**changes: object) -> Callable[[], object]:
+    return lambda: checks.Tolerance(**{"rtol": 1e-7, "atol": 1e-7, "reason": "a reason", **changes})
+
+
+def changed(**changes: object) -> Callable[[], object]:
+    return lambda: TOL.changed(**{"reason": "a reason", **changes})
+
+
+def numerical_tolerance(**changes: object) -> Callable[[], object]:
+    return lambda: checks.numerical_tolerance(**{"dtype": "float64", "method": "central", **changes})
+
+
+def gradient(x: object = None, f: object = square_sum, **options: object) -> Callable[[], object]:
+    return lambda: checks.estimate_gradient(f, vector(1.0, 2.0) if x is None else x, **options)
+
+
+def jacobian(x: object = None, f: object = torch.sin, **options: object) -> Callable[[], object]:
+    return lambda: checks.estimate_jacobian(f, vector(1.0, 2.0) if x is None else x, **options)
+
+
+def check_jacobian(x: object = None, f: object = torch.sin, **options: object) -> Callable[[], object]:
+    return lambda: checks.check_jacobian(f, vector(1.0, 2.0) if x is None else x, **options)
+
+
+def passes(x: object = 1.0, steps: object = STEPS, **options: object) -> Callable[[], object]:
+    return lambda: checks.run_passes(SQUARE, x, steps, **{"devices": "cpu", **options})
+
+
+def non_leaf(**options: object) -> Callable[[], object]:
+    arguments = {"outer": SQUARE, "inner": lambda x: 2 * x, "inner_text": "2*x", "x": 1.0, **options}
+    return lambda: checks.non_leaf_passes(**arguments)
+
+
+def second(**options: object) -> Callable[[], object]:
+    arguments = {"first": SQUARE, "second": DERIVATIVE, "x": 1.0, **options}
+    return lambda: checks.second_derivative_passes(**arguments)
+
+
+def unused(**options: object) -> Callable[[], object]:
+    arguments = {"expectation": SQUARE, "x": 1.0, "u": 2.0, **options}
+    return lambda: checks.unused_input_passes(**arguments)
+
+
+def executed_record() -> checks.Record:
+    return checks.plan(SQUARE, 3.0, devices="cpu").run()[0]
+
+
+def with_devices(value: str) -> Callable[[], object]:
+    def call() -> object:
+        before = os.environ.get("CHECKS_DEVICES")
+        os.environ["CHECKS_DEVICES"] = value
+        try:
+            return checks.available_devices()
+        finally:
+            if before is None:
+                del os.environ["CHECKS_DEVICES"]
+            else:
+                os.environ["CHECKS_DEVICES"] = before
+    return call
+
+
+E = CheckInputError
+# (what, call, error type, words the message must contain (a regular expression))
+CASES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
+    # Expectation: everything written out, f and df callables.
+    ("Expectation function empty", expectation(function=""), E, "function"),
+    ("Expectation function blank", expectation(function="   "), E, "function"),
+    ("Expectation function None", expectation(function=None), E, "function"),
+    ("Expectation function a number", expectation(function=3), E, "function"),
+    ("Expectation gradient empty", expectation(gradient=""), E, "gradient"),
+    ("Expectation gradient None", expectation(gradient=None), E, "gradient"),
+    ("Expectation source empty", expectation(source=""), E, "source"),
+    ("Expectation source None", expectation(source=None), E, "source"),
+    ("Expectation f None", expectation(f=None), E, r"\bf\b"),
+    ("Expectation f a number", expectation(f=3), E, r"\bf\b"),
+    ("Expectation df a string", expectation(df="2*x"), E, r"\bdf\b"),
+    ("Expectation df None", expectation(df=None), E, r"\bdf\b"),
+    ("Expectation related a string", expectation(related="Cube"), E, "related"),
+    ("Expectation related None", expectation(related=None), E, "related"),
+    ("df of the wrong shape", lambda: checks.plan(checks.Expectation(
+        "x.sum()", lambda x: x.sum(), "1", lambda x: torch.tensor(1.0), "sum"), [1.0, 2.0]), ShapeMismatchError,
+     "shape"),
+    ("df not finite", lambda: checks.plan(checks.Expectation(
+        "log(x)", torch.log, "1/x", lambda x: 1 / x, "d log"), 0.0), NaNInputError, "not finite"),
+    ("df returns a string", lambda: checks.plan(checks.Expectation(
+        "x*x", lambda x: x * x, "2*x", lambda x: "2x", "power rule"), 1.0), E, "df"),
+    ("df returns None", lambda: checks.plan(checks.Expectation(
+        "x*x", lambda x: x * x, "2*x", lambda x: None, "power rule"), 1.0), E, "df"),
+    # plan(): the expectation and x.
+    ("plan without an Expectation", lambda: checks.plan(lambda x: x * x, 1.0), E, "Expectation"),
+    ("plan x None", plan(None), E, "x=None"),
+    ("plan x a string", plan("3"), E, "not a number"),
+    ("plan x a dict", plan({"x": 1.0}), E, "not a number"),
+    ("plan x empty list", plan([]), E, "empty"),
+    ("plan x empty nested list", plan([[]]), E, "empty"),
+    ("plan x empty tensor", plan(torch.zeros(0)), E, "empty"),
+    ("plan x ragged", plan([[1.0, 2.0], [3.0]]), E, "not a number"),
+    ("plan x NaN", plan(float("nan")), NaNInputError, "NaN"),
+    ("plan x infinity", plan(float("inf")), NaNInputError, "infinity"),
+    ("plan x with a NaN element", plan([1.0, float("nan")]), NaNInputError, "NaN"),
+    ("plan x a bool", plan(True), E, "real numbers"),
+    ("plan x complex", plan(1 + 2j), E, "real numbers"),
+    ("plan x a complex tensor", plan(torch.tensor([1 + 2j])), E, "real numbers"),
+    # plan(): how, dtypes, devices.
+    ("plan how=()", plan(how=()), E, "no check"),
+    ("plan how unknown", plan(how="grad"), E, "how"),
+    ("plan how None", plan(how=None), E, "how"),
+    ("plan how a number", plan(how=3), E, "how"),
+    ("plan how twice", plan(how=("stored", "stored")), E, "twice"),
+    ("plan dtypes=()", plan(dtypes=()), E, "no check"),
+    ("plan dtypes=[]", plan(dtypes=[]), E, "no check"),
+    ("plan dtypes twice", plan(dtypes=("float64", "float64")), E, "twice"),
+    ("plan dtypes a misspelt name", plan(dtypes="flaot64"), DtypeError, "unknown dtype 'flaot64'"),
+    ("plan dtypes an integer type", plan(dtypes="int64"), DtypeError, "cannot carry gradients"),
+    ("plan dtypes bool", plan(dtypes="bool"), DtypeError, "cannot carry gradients"),
+    ("plan dtypes float8_e5m2", plan(dtypes="float8_e5m2"), DtypeError, "float8"),
+    ("plan dtypes float8_e4m3fn", plan(dtypes="float8_e4m3fn"), DtypeError, "float8"),
+    ("plan dtypes complex64", plan(dtypes="complex64"), DtypeError, "complex"),
+    ("plan dtypes complex128", plan(dtypes="complex128"), DtypeError, "complex"),
+    ("plan dtypes None", plan(dtypes=None), E, "dtypes"),
+    ("plan dtypes a number", plan(dtypes=3), E, "dtypes"),
+    ("plan dtypes an empty name", plan(dtypes=("",)), DtypeError, "unknown dtype"),
+    ("plan dtypes a torch function", plan(dtypes="sin"), DtypeError, "unknown dtype"),
+    ("plan devices unknown", plan(devices="gpu"), DeviceUnavailableError, "gpu"),
+    ("plan devices one missing", plan(devices=("cpu", "tpu")), DeviceUnavailableError, "tpu"),
+    ("plan devices empty", plan(devices=()), DeviceUnavailableError, "no device"),
+    ("plan devices a number", plan(devices=3), E, "devices"),
+    # plan(): tolerance.
+    ("plan tolerance a bare number", plan(tolerance=1e-3), ToleranceChangeError, "written reason"),
+    ("plan tolerance a word", plan(tolerance="loose"), ToleranceChangeError, "written reason"),
+    ("plan tolerance a misspelt dtype key", plan(tolerance={"flaot64": TOL}), ToleranceChangeError, "flaot64"),
+    ("plan tolerance for a dtype not planned", plan(tolerance={"float32": TOL}), ToleranceChangeError, "float32"),
+    ("plan tolerance mapping to a number", plan(tolerance={"float64": 1e-3}), ToleranceChangeError,
+     "written reason"),
+    ("plan tolerance estimate for autograd", plan(tolerance="estimate"), ToleranceChangeError, "richardson"),
+    ("plan tolerance estimate for central", numerical(tolerance="estimate"), ToleranceChangeError, "richardson"),
+    ("plan tolerance that accepts a zero gradient", lambda: checks.plan(
+        SINE, 1.0, devices="cpu", tolerance=TOL.changed(atol=0.6, reason="r")), E, "cannot discriminate"),
+    # plan(): the other arguments.
+    ("plan expected_failure 'no'", plan(expected_failure="no"), E, "expected_failure"),
+    ("plan expected_failure 1", plan(expected_failure=1), E, "expected_failure"),
+    ("plan expected_failure None", plan(expected_failure=None), E, "expected_failure"),
+    ("plan label a number", plan(label=3), E, "label"),
+    ("plan seed a string", plan(seed="0"), E, "seed"),
+    ("plan seed a float", plan(seed=1.5), E, "seed"),
+    ("plan seed True", plan(seed=True), E, "seed"),
+    ("plan seed None", plan(seed=None), E, "seed"),
+    # plan(how="numerical"): method, step, levels, and tolerances that cannot tell right from wrong.
+    ("plan method=()", numerical(method=()), E, "no check"),
+    ("plan method unknown", numerical(method="backward"), E, "method"),
+    ("plan method twice", numerical(method=("central", "central")), E, "twice"),
+    ("plan method None", numerical(method=None), E, "method"),
+    ("plan method complex in float16", numerical(method="complex", dtypes="float16"), DtypeError, "complex"),
+    ("plan step a string", numerical(step="1e-3"), E, "step"),
+    ("plan step zero", numerical(step=0.0), E, "step"),
+    ("plan step negative", numerical(step=-1e-3), E, "step"),
+    ("plan step infinite", numerical(step=float("inf")), E, "step"),
+    ("plan step NaN", numerical(step=float("nan")), E, "step"),
+    ("plan step True", numerical(step=True), E, "step"),
+    ("plan step so large nothing fails", numerical(step=10.0), E, "cannot discriminate"),
+    ("plan bfloat16 forward differences", numerical(method="forward", dtypes="bfloat16"), E,
+     "cannot discriminate"),
+    ("plan levels 1", numerical(method="richardson", levels=1), E, "levels"),
+    ("plan levels 0", numerical(method="richardson", levels=0), E, "levels"),
+    ("plan levels a string", numerical(method="richardson", levels="3"), E, "levels"),
+    ("plan levels a float", numerical(method="richardson", levels=2.5), E, "levels"),
+    ("plan levels True", numerical(method="richardson", levels=True), E, "levels"),
+    ("plan levels too many", numerical(method="richardson", levels=100), E, "levels"),
+    ("plan numerical check of an empty x", numerical([]), E, "empty"),
+    # Plan and execute, used directly.
+    ("Plan of no checks", lambda: checks.Plan([]), E, "no checks"),
+    ("Plan of something else", lambda: checks.Plan(["a check"]), E, "PlannedCheck"),
+    ("execute something else", lambda: checks.execute("a check"), E, "PlannedCheck"),
+    ("execute None", lambda: checks.execute(None), E, "PlannedCheck"),
+    ("Results.one matching none", lambda: checks.plan(SQUARE, 3.0, devices="cpu").run().one(device="gpu"), E,
+     "0 records match"),
+    # Tolerance.
+    ("Tolerance rtol True", tolerance(rtol=True), ToleranceChangeError, "rtol"),
+    ("Tolerance atol False", tolerance(atol=False), ToleranceChangeError, "atol"),
+    ("Tolerance rtol infinite", tolerance(rtol=float("inf")), ToleranceChangeError, "rtol"),
+    ("Tolerance atol infinite", tolerance(atol=float("inf")), ToleranceChangeError, "atol"),
+    ("Tolerance rtol NaN", tolerance(rtol=float("nan")), ToleranceChangeError, "rtol"),
+    ("Tolerance atol NaN", tolerance(atol=float("nan")), ToleranceChangeError, "atol"),
+    ("Tolerance rtol negative", tolerance(rtol=-1e-7), ToleranceChangeError, "rtol"),
+    ("Tolerance atol negative", tolerance(atol=-1e-7), ToleranceChangeError, "atol"),
+    ("Tolerance rtol a string", tolerance(rtol="1e-7"), ToleranceChangeError, "rtol"),
+    ("Tolerance rtol None", tolerance(rtol=None), ToleranceChangeError, "rtol"),
+    ("Tolerance rtol a tensor", tolerance(rtol=torch.tensor(1e-7)), ToleranceChangeError, "rtol"),
+    ("Tolerance rtol 1 accepts a zero gradient", tolerance(rtol=1.0), ToleranceChangeError, "rtol"),
+    ("Tolerance reason empty", tolerance(reason=""), ToleranceChangeError, "reason"),
+    ("Tolerance reason blank", tolerance(reason="  "), ToleranceChangeError, "reason"),
+    ("Tolerance reason None", tolerance(reason=None), ToleranceChangeError, "reason"),
+    ("Tolerance reason a number", tolerance(reason=3), ToleranceChangeError, "reason"),
+    ("Tolerance.changed rtol infinite", changed(rtol=float("inf")), ToleranceChangeError, "rtol"),
+    ("Tolerance.changed atol infinite", changed(atol=float("inf")), ToleranceChangeError, "atol"),
+    ("Tolerance.changed rtol NaN", changed(rtol=float("nan")), ToleranceChangeError, "rtol"),
+    ("Tolerance.changed rtol True", changed(rtol=True), ToleranceChangeError, "rtol"),
+    ("Tolerance.changed atol a string", changed(atol="big"), ToleranceChangeError, "atol"),
+    ("Tolerance.changed atol negative", changed(atol=-1.0), ToleranceChangeError, "atol"),
+    ("Tolerance.changed nothing", changed(), ToleranceChangeError, "rtol or atol"),
+    ("Tolerance.changed without a reason", lambda: TOL.changed(rtol=1e-3, reason=""), ToleranceChangeError,
+     "reason"),
+    ("Tolerance.changed reason None", lambda: TOL.changed(rtol=1e-3, reason=None), ToleranceChangeError,
+     "reason"),
+    ("Tolerance.from_dict missing keys", lambda: checks.Tolerance.from_dict({"rtol": 1e-7}), ToleranceChangeError,
+     "atol"),
+    ("Tolerance.from_dict not a dict", lambda: checks.Tolerance.from_dict("1e-7"), ToleranceChangeError,
+     "dictionary"),
+    # default_tolerance.
+    ("default_tolerance float8_e5m2", lambda: checks.default_tolerance("float8_e5m2"), DtypeError, "float8"),
+    ("default_tolerance float8_e4m3fn", lambda: checks.default_tolerance("float8_e4m3fn"), DtypeError, "float8"),
+    ("default_tolerance misspelt", lambda: checks.default_tolerance("flaot64"), DtypeError, "unknown dtype"),
+    ("default_tolerance int32", lambda: checks.default_tolerance("int32"), DtypeError, "cannot carry"),
+    ("default_tolerance None", lambda: checks.default_tolerance(None), DtypeError, "unknown dtype"),
+    ("default_tolerance a number", lambda: checks.default_tolerance(3), DtypeError, "unknown dtype"),
+    # numerical_tolerance.
+    ("numerical_tolerance method unknown", numerical_tolerance(method="backward"), E, "method"),
+    ("numerical_tolerance step zero", numerical_tolerance(step=0.0), ToleranceChangeError, "step"),
+    ("numerical_tolerance step a string", numerical_tolerance(step="x"), ToleranceChangeError, "step"),
+    ("numerical_tolerance step infinite", numerical_tolerance(step=float("inf")), ToleranceChangeError, "step"),
+    ("numerical_tolerance f_scale negative", numerical_tolerance(f_scale=-1.0), ToleranceChangeError, "f_scale"),
+    ("numerical_tolerance f_scale NaN", numerical_tolerance(f_scale=float("nan")), ToleranceChangeError,
+     "f_scale"),
+    ("numerical_tolerance gradient_scale a string", numerical_tolerance(gradient_scale="1"), ToleranceChangeError,
+     "gradient_scale"),
+    ("numerical_tolerance derivative_scale infinite", numerical_tolerance(derivative_scale=float("inf")),
+     ToleranceChangeError, "derivative_scale"),
+    ("numerical_tolerance safety below 1", numerical_tolerance(safety=0.5), ToleranceChangeError, "safety"),
+    ("numerical_tolerance safety infinite", numerical_tolerance(safety=float("inf")), ToleranceChangeError,
+     "safety"),
+    ("numerical_tolerance safety True", numerical_tolerance(safety=True), ToleranceChangeError, "safety"),
+    ("numerical_tolerance levels 0", numerical_tolerance(method="richardson", levels=0), E, "levels"),
+    ("numerical_tolerance levels a string", numerical_tolerance(method="richardson", levels="3"), E, "levels"),
+    ("numerical_tolerance dtype float8", numerical_tolerance(dtype="float8_e5m2"), DtypeError, "float8"),
+    ("numerical_tolerance dtype int64", numerical_tolerance(dtype="int64"), DtypeError, "cannot carry"),
+    # estimate_tolerance.
+    ("estimate_tolerance of something else", lambda: checks.estimate_tolerance("an estimate"), E, "Estimate"),
+    ("estimate_tolerance of a central estimate", lambda: checks.estimate_tolerance(gradient()()),
+     ToleranceChangeError, "no error estimate"),
+    ("estimate_tolerance safety infinite", lambda: checks.estimate_tolerance(
+        gradient(method="richardson")(), safety=float("inf")), ToleranceChangeError, "safety"),
+    ("estimate_tolerance safety True", lambda: checks.estimate_tolerance(
+        gradient(method="richardson")(), safety=True), ToleranceChangeError, "safety"),
+    # estimate_gradient and estimate_jacobian.
+    ("estimate_gradient x a list", gradient([1.0, 2.0]), E, "tensor"),
+    ("estimate_gradient x an integer tensor", gradient(torch.tensor([1, 2])), DtypeError, "int64"),
+    ("estimate_gradient x a bool tensor", gradient(torch.tensor([True])), DtypeError, "bool"),
+    ("estimate_gradient x complex", gradient(torch.tensor([1 + 1j])), DtypeError, "complex"),
+    ("estimate_gradient x float8", gradient(torch.ones(2).to(torch.float8_e5m2)), DtypeError, "float8"),
+    ("estimate_gradient x NaN", gradient(vector(1.0, float("nan"))), NaNInputError, "NaN"),
+    ("estimate_gradient x empty", gradient(torch.zeros(0, dtype=torch.float64)), E, "empty"),
+    ("estimate_gradient x empty matrix", gradient(torch.zeros(2, 0, dtype=torch.float64)), E, "empty"),
+    ("estimate_gradient method unknown", gradient(method="backward"), E, "method"),
+    ("estimate_gradient step a string", gradient(step="1e-3"), E, "step"),
+    ("estimate_gradient step zero", gradient(step=0), E, "step"),
+    ("estimate_gradient step NaN", gradient(step=float("nan")), E, "step"),
+    ("estimate_gradient step True", gradient(step=True), E, "step"),
+    ("estimate_gradient step rounding to zero", gradient(vector(1.0, dtype=torch.float16), step=1e-6), StepError,
+     "rounds to zero"),
+    ("estimate_gradient levels 1", gradient(method="richardson", levels=1), E, "levels"),
+    ("estimate_gradient levels a string", gradient(method="richardson", levels="3"), E, "levels"),
+    ("estimate_gradient levels too many", gradient(method="richardson", levels=100), E, "levels"),
+    ("estimate_gradient vectorize a string", gradient(vectorize="yes"), E, "vectorize"),
+    ("estimate_gradient f None", gradient(f=None), E, "function"),
+    ("estimate_gradient f returns a number", gradient(f=lambda x: 1.0), E, "not a tensor"),
+    ("estimate_gradient f not scalar", gradient(f=torch.sin), NonScalarOutputError, "scalar"),
+    ("estimate_gradient complex step in float16", gradient(vector(1.0, dtype=torch.float16), method="complex"),
+     DtypeError, "complex"),
+    ("estimate_gradient complex step with real f", gradient(f=lambda x: x.abs().sum(), method="complex"), E,
+     "imaginary"),
+    ("estimate_jacobian of 3e4 inputs", jacobian(torch.zeros(30_000, dtype=torch.float64)), E, "GB"),
+    ("estimate_jacobian of 3e4 inputs, one by one",
+     jacobian(torch.zeros(30_000, dtype=torch.float64), vectorize=False), E, "GB"),
+    ("estimate_jacobian f returns complex for real x", jacobian(f=lambda x: x * 1j), E, "complex"),
+    # check_jacobian.
+    ("check_jacobian x a list", check_jacobian([1.0]), E, "tensor"),
+    ("check_jacobian x float16", check_jacobian(vector(1.0, dtype=torch.float16)), DtypeError, "float16"),
+    ("check_jacobian x bfloat16", check_jacobian(vector(1.0, dtype=torch.bfloat16)), DtypeError, "bfloat16"),
+    ("check_jacobian x float8", check_jacobian(torch.ones(1).to(torch.float8_e4m3fn)), DtypeError, "float8"),
+    ("check_jacobian x an integer tensor", check_jacobian(torch.tensor([1])), DtypeError, "int64"),
+    ("check_jacobian x empty", check_jacobian(torch.zeros(0, dtype=torch.float64)), E, "empty"),
+    ("check_jacobian x infinite", check_jacobian(vector(float("inf"))), NaNInputError, "infinity"),
+    ("check_jacobian f not finite at x", check_jacobian(vector(0.0), f=torch.log), NaNInputError, "not finite"),
+    ("check_jacobian f a number", check_jacobian(f=3), E, "function"),
+    ("check_jacobian f returns an integer tensor", check_jacobian(f=lambda x: x.long()), DtypeError, "int64"),
+    ("check_jacobian mode unknown", check_jacobian(mode="backward"), E, "mode"),
+    ("check_jacobian safety below 1", check_jacobian(safety=0.5), E, "safety"),
+    ("check_jacobian safety infinite", check_jacobian(safety=float("inf")), E, "safety"),
+    ("check_jacobian safety True", check_jacobian(safety=True), E, "safety"),
+    ("check_jacobian safety a string", check_jacobian(safety="10"), E, "safety"),
+    ("check_jacobian levels 1", check_jacobian(levels=1), E, "levels"),
+    ("check_jacobian levels a string", check_jacobian(levels="3"), E, "levels"),
+    ("check_jacobian step negative", check_jacobian(step=-1e-3), E, "step"),
+    ("check_jacobian kinks a string", check_jacobian(kinks="no"), E, "kinks"),
+    ("check_jacobian of 3e4 inputs", check_jacobian(torch.zeros(30_000, dtype=torch.float64)), E, "GB"),
+    # Records.
+    ("Record.from_dict empty", lambda: checks.Record.from_dict({}), E, "check"),
+    ("Record.from_dict not a dict", lambda: checks.Record.from_dict("a record"), E, "dictionary"),
+    ("Record.from_json not JSON", lambda: checks.Record.from_json("{"), E, "JSON"),
+    ("load_records not JSON", lambda: checks.load_records("not json"), E, "JSON"),
+    ("load_records not a list", lambda: checks.load_records('{"a": 1}'), E, "list"),
+    ("load_records a list of numbers", lambda: checks.load_records("[1]"), E, "dictionary"),
+    ("dump_records of something else", lambda: checks.dump_records(["a record"]), E, "Record"),
+    ("dump_records of one record, not a list", lambda: checks.dump_records(executed_record()), E, "Record"),
+    # Passes.
+    ("Step action unknown", lambda: checks.Step("forward"), E, "action"),
+    ("Step action None", lambda: checks.Step(None), E, "action"),
+    ("Step reset unknown", lambda: checks.Step("backward", reset="zero"), E, "reset"),
+    ("Step fresh_forward a string", lambda: checks.Step("backward", fresh_forward="no"), E, "fresh_forward"),
+    ("Step retain_graph 1", lambda: checks.Step("backward", retain_graph=1), E, "retain_graph"),
+    ("expect_passes without an Expectation", lambda: checks.expect_passes(None, 1.0, STEPS), E, "Expectation"),
+    ("expect_passes no steps", lambda: checks.expect_passes(SQUARE, 1.0, []), E, "at least one pass"),
+    ("expect_passes steps as strings", lambda: checks.expect_passes(SQUARE, 1.0, ["backward"]), E, "Step"),
+    ("expect_passes steps None", lambda: checks.expect_passes(SQUARE, 1.0, None), E, "Step"),
+    ("expect_passes reusing a graph first", lambda: checks.expect_passes(
+        SQUARE, 1.0, [checks.Step("backward", fresh_forward=False)]), E, "no forward"),
+    ("run_passes tolerance a bare number", passes(tolerance=1e-3), ToleranceChangeError, "written reason"),
+    ("run_passes tolerance per dtype", passes(tolerance={"float64": TOL}), ToleranceChangeError, "written reason"),
+    ("run_passes dtype int64", passes(dtype="int64"), DtypeError, "cannot carry"),
+    ("run_passes dtype float8", passes(dtype="float8_e5m2"), DtypeError, "float8"),
+    ("run_passes dtype complex", passes(dtype="complex128"), DtypeError, "complex"),
+    ("run_passes devices unknown", passes(devices="tpu"), DeviceUnavailableError, "tpu"),
+    ("run_passes name a number", passes(name=3), E, "name"),
+    ("run_passes seed a string", passes(seed="0"), E, "seed"),
+    ("run_passes no steps", passes(steps=[]), E, "at least one pass"),
+    ("run_passes x empty", passes([]), E, "empty"),
+    ("run_passes x NaN", passes(float("nan")), NaNInputError, "NaN"),
+    ("run_passes f not scalar", lambda: checks.run_passes(SQUARE, [1.0, 2.0], STEPS, devices="cpu"),
+     NonScalarOutputError, "scalar"),
+    ("non_leaf_passes outer not an Expectation", non_leaf(outer=None), E, "Expectation"),
+    ("non_leaf_passes inner not callable", non_leaf(inner=None), E, "inner"),
+    ("non_leaf_passes inner_text empty", non_leaf(inner_text=""), E, "inner_text"),
+    ("non_leaf_passes inner returns a leaf", non_leaf(inner=lambda x: x), E, "non-leaf"),
+    ("non_leaf_passes tolerance a bare number", non_leaf(tolerance=1e-3), ToleranceChangeError, "written reason"),
+    ("non_leaf_passes device unknown", non_leaf(device="tpu"), DeviceUnavailableError, "tpu"),
+    ("non_leaf_passes dtype float8", non_leaf(dtype="float8_e5m2"), DtypeError, "float8"),
+    ("second_derivative_passes first not an Expectation", second(first=None), E, "Expectation"),
+    ("second_derivative_passes second not an Expectation", second(second="2"), E, "Expectation"),
+    ("second_derivative_passes second.f not first.df", second(second=SQUARE), E, "must be the first derivative"),
+    ("second_derivative_passes tolerance a bare number", second(tolerance=1e-3), ToleranceChangeError,
+     "written reason"),
+    ("second_derivative_passes device unknown", second(device="tpu"), DeviceUnavailableError, "tpu"),
+    ("second_derivative_passes x empty", second(x=[]), E, "empty"),
+    ("unused_input_passes expectation not an Expectation", unused(expectation=None), E, "Expectation"),
+    ("unused_input_passes u empty", unused(u=[]), E, "empty"),
+    ("unused_input_passes u a string", unused(u="u"), E, "not a number"),
+    ("unused_input_passes tolerance a bare number", unused(tolerance=1e-3), ToleranceChangeError,
+     "written reason"),
+    ("unused_input_passes device unknown", unused(device="gpu"), DeviceUnavailableError, "gpu"),
+    ("unused_input_passes seed a float", unused(seed=0.5), E, "seed"),
+    ("provenance_frame of something else", lambda: checks.provenance_frame(["a record"]), E, "Record"),
+    ("provenance_frame of nothing", lambda: checks.provenance_frame([]), E, "no records"),
+    ("provenance_table of a number", lambda: checks.provenance_table(3), E, "Record"),
+    # Devices from the environment.
+    ("CHECKS_DEVICES unknown", with_devices("tpu"), DeviceUnavailableError, "CHECKS_DEVICES"),
+    ("CHECKS_DEVICES names none", with_devices(" , "), DeviceUnavailableError, "no device"),
+]
+
+
+def test_there_are_at_least_150_kinds_of_bad_input() -> None:
+    assert len(CASES) >= 150
+    assert len({name for name, *_ in CASES}) == len(CASES), "each row names a different kind"
+
+
+@pytest.mark.parametrize(("name", "call", "error", "words"), CASES, ids=[case[0] for case in CASES])
+def test_bad_input_gets_a_named_error(name: str, call: Callable[[], object], error: type[Exception],
+                                      words: str) -> None:
+    with pytest.raises(CheckInputError) as caught:
+        call()
+    assert isinstance(caught.value, error), f"{type(caught.value).__name__}: {caught.value}"
+    assert re.search(words, str(caught.value)), f"{words!r} not in: {caught.value}"
+
+
+# Silently wrong before: now right, and checked by what the reader gets back.
+
+def test_a_df_that_works_in_place_changes_neither_the_callers_x_nor_the_record() -> None:
+    in_place = checks.Expectation("x*x", lambda x: x * x, "2*x", lambda x: x.mul_(2), "power rule, in place")
+    x = vector(3.0)
+    record = checks.plan(in_place, x, devices="cpu").run().one()
+    assert x.tolist() == [3.0]
+    assert record.x == [3.0] and record.analytical_gradient == [6.0] and record.passed
+
+
+def test_a_zero_gradient_that_a_bfloat16_richardson_allowance_would_accept_is_a_failure() -> None:
+    wrong_zero = checks.Expectation("sin(x)", torch.sin, "0", torch.zeros_like, "a missing derivative, on purpose")
+    record = checks.plan(wrong_zero, 1.0, devices="cpu", how="numerical", method="richardson",
+                         dtypes="bfloat16").run().one()
+    assert record.verdict == "fail"
+    assert record.message.startswith("Cannot discriminate")
+    # The same estimate in float32 discriminates, and fails as any wrong derivative does.
+    finer = checks.plan(wrong_zero, 1.0, devices="cpu", how="numerical", method="richardson",
+                        dtypes="float32").run().one()
+    assert finer.verdict == "fail" and finer.message.startswith("Gradients are not close!")
+
+
+def test_a_true_zero_gradient_estimated_numerically_still_passes() -> None:
+    cube = checks.Expectation("(x**3).sum()", lambda x: (x**3).sum(), "3*x**2", lambda x: 3 * x**2, "power rule")
+    for dtype in ("bfloat16", "float64"):
+        record = checks.plan(cube, [0.0, 1.0], devices="cpu", how="numerical", method="richardson",
+                             dtypes=dtype).run().one()
+        assert record.passed, record.message

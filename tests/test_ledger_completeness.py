@@ -1,0 +1,129 @@
+"""Nothing lost: every executed check reaches the ledger, displayed or not, and no failed or interrupted
+build leaves a ledger that verifies (scratch books, built as a reader builds them)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checks import ledger
+
+from .conftest import ROOT, build_book, jupyter_book
+from .helpers import embedded_records, page
+from .test_ledger_builds import SUM, chapter, ledger_rows, small_book
+
+WRONG = "wrong = checks.Expectation('x*x', lambda x: x * x, '3*x', lambda x: 3 * x, 'a slip')\n"
+
+
+def verify(html: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "checks", str(html)], capture_output=True, text=True, cwd=ROOT)
+
+
+HIDDEN = (
+    "```{code-cell} ipython3\n:tags: [remove-output]\nchecks.plan(wrong, 6.0).run()\n```\n"
+    "```{code-cell} ipython3\n:tags: [remove-cell]\nchecks.plan(wrong, 7.0).run()\n```\n"
+)
+
+
+def test_a_check_printed_assigned_framed_or_hidden_reaches_the_ledger(tmp_path: Path) -> None:
+    cells = (WRONG + "assigned = checks.plan(wrong, 2.0).run()\n"
+             "print(checks.plan(wrong, 3.0).run())\n"
+             "checks.plan(wrong, 4.0).run().frame()\n")
+    text = chapter("Hidden", cells) + HIDDEN + "```{code-cell} ipython3\nchecks.plan(square, 5.0).run()\n```\n"
+    html = build_book(tmp_path, small_book(tmp_path / "src", {"hidden": text}))
+    items = ledger.load(html)
+    assert sorted(item["x"] for item in items) == [2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    shown = {record["id"] for record in embedded_records(page(html, "book/hidden.html"))}
+    assert len(shown) == 1, "only the last cell displays a table"
+    assert len(ledger_rows(html)) == 6
+    result = verify(html)
+    assert result.returncode == 1, result.stdout + result.stderr
+    for x in (2, 3, 4, 6, 7):  # each undisplayed failure is named
+        assert f"unexpected failure: x*x at x={x} " in result.stdout
+    assert "6 checks: 5 unexpected failure, 1 pass" in result.stdout
+
+
+def test_a_failed_build_leaves_no_ledger_that_verifies(tmp_path: Path) -> None:
+    source = small_book(tmp_path / "src", {"one": chapter("One", "checks.plan(square, 3.0).run()")})
+    html = build_book(tmp_path, source, clean=False)
+    assert verify(html).returncode == 0
+    (source / "book" / "one.md").write_text(chapter("One", "checks.plan(square, 3.0).run()\n1 / 0"))
+    result = jupyter_book("build", "--path-output", str(tmp_path), str(source))
+    assert result.returncode != 0 and "ZeroDivisionError" in result.stdout + result.stderr
+    refused = verify(html)
+    assert refused.returncode == 2
+    assert "no ledger" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+
+
+KILLER = '''
+import os
+
+
+def _kill(app, pagename, templatename, context, doctree):
+    if os.environ.get("KILL_WHILE_WRITING") == pagename:
+        raise RuntimeError(f"killed while writing {pagename}")
+
+
+def setup(app):
+    app.connect("html-page-context", _kill)
+    return {"parallel_read_safe": True}
+'''
+
+
+def test_a_build_killed_while_writing_then_rebuilt_leaves_no_stale_ledger_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chapters = {"one": chapter("One", "checks.plan(square, 3.0).run()")}
+    source = small_book(tmp_path / "src", chapters)
+    (source / "killer.py").write_text(KILLER)
+    config = (source / "_config.yml").read_text().replace("    - checks.reader\n", "    - checks.reader\n    - killer\n")
+    (source / "_config.yml").write_text(config)
+    monkeypatch.setenv("PYTHONPATH", str(source))
+    html = build_book(tmp_path, source, clean=False)
+    # The chapter changes; the build reads it (and saves its records), then dies before the ledger page.
+    (source / "book" / "one.md").write_text(chapter("One", SUM + "checks.plan(total, [1.0, 2.0]).run()"))
+    monkeypatch.setenv("KILL_WHILE_WRITING", "book/ledger")
+    killed = jupyter_book("build", "--path-output", str(tmp_path), str(source))
+    assert killed.returncode != 0
+    stale = page(html, "book/ledger.html").select("table.checks-ledger tbody tr")
+    assert len(stale) == 1 and "[1, 2]" not in stale[0].get_text(" "), "the killed build left the old page"
+    assert verify(html).returncode == 2
+    monkeypatch.delenv("KILL_WHILE_WRITING")
+    html = build_book(tmp_path, source, clean=False)
+    items = ledger.load(html)
+    assert [item["x"] for item in items] == [[1.0, 2.0]]
+    rows = page(html, "book/ledger.html").select("table.checks-ledger tbody tr")
+    assert len(rows) == 1 and "1, 2" in rows[0].get_text(" ")
+    anchors = {record["id"] for record in embedded_records(page(html, "book/one.html"))}
+    assert {item["anchor"] for item in items} <= anchors
+    assert verify(html).returncode == 0
+
+
+def test_a_tampered_ledger_from_a_real_build_is_refused(tmp_path: Path) -> None:
+    source = small_book(tmp_path / "src", {"two": chapter("Two", "checks.plan(square, 2.0, "
+                                                                   "dtypes=('float32', 'float64')).run()")})
+    html = build_book(tmp_path, source)
+    path = html / ledger.LEDGER_JSON
+    assert verify(html).returncode == 0
+    original = json.loads(path.read_text())
+
+    dropped = json.loads(json.dumps(original))
+    dropped["checks"].pop()
+    path.write_text(json.dumps(dropped))
+    result = verify(html)
+    assert result.returncode == 1 and "2 checks executed, 1 in the ledger" in result.stdout
+    assert "shows 1 checks the ledger lacks" in result.stdout
+
+    other = json.loads(json.dumps(original))
+    other["build"]["fingerprint"]["torch"] = "1.0.0"
+    path.write_text(json.dumps(other))
+    result = verify(html)
+    assert result.returncode == 2 and "torch: built with 1.0.0" in result.stderr
+
+    path.write_text(json.dumps({**original, "checks": [], "build": {**original["build"], "chapters": []}}))
+    result = verify(html)
+    assert result.returncode == 1 and "holds no checks" in result.stdout
