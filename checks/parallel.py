@@ -121,7 +121,7 @@ class Executions:
             try:
                 async with slots:
                     future.set_result(await execute(job))
-            except BaseException as error:  # cancelled, or the kernel could not start: the reader re-raises
+            except BaseException as error:  # cancelled when the build stops; a reader waiting on it re-raises
                 future.set_exception(error)
                 raise
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from nbformat.v4 import new_code_cell, new_notebook, new_output
 from sphinx.cmd.build import build_main
 
 import checks.fingerprint
@@ -63,6 +64,24 @@ def test_chapters_run_at_once_in_their_folders_with_the_build_environment_and_th
     for name, folder in (("one", source), ("part/two", source / "part")):
         text = (tmp_path / "out" / f"{name}.html").read_text()
         assert f"cwd {folder.resolve()} {name.upper()} inherited" in text
+
+
+def test_outputs_are_handed_over_only_to_the_text_that_was_executed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A chapter edited while the build ran is executed again by myst-nb, never shown with older outputs.
+    executed = new_notebook(cells=[new_code_cell("x = 1", outputs=[new_output("stream", text="1")])])
+
+    class Running:
+        processes = 2
+
+        def take(self, source: Path) -> tuple[None, checks.parallel.Executed]:
+            return None, checks.parallel.Executed(executed, 1.0)
+
+    monkeypatch.setattr(checks.parallel, "_running", Running())
+    monkeypatch.setattr(checks.parallel, "_myst_create_client", lambda *arguments: "executed by myst-nb")
+    edited = new_notebook(cells=[new_code_cell("x = 2")])
+    assert checks.parallel._create_client(edited, "chapter.md", None, None) == "executed by myst-nb"
+    same = new_notebook(cells=[new_code_cell("x = 1")])
+    assert isinstance(checks.parallel._create_client(same, "chapter.md", None, None), checks.parallel.PreExecuted)
 
 
 @pytest.mark.parametrize("value", ["0", "two", "-1"])
