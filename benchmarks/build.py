@@ -82,6 +82,10 @@ def chapter_times(log: str) -> list[tuple[str, float]]:
                   key=lambda item: -item[1])
 
 
+def every_run(builds: list[tuple[float, str]]) -> str:
+    return "" if len(builds) == 1 else f"; runs: {', '.join(f'{seconds:.1f}' for seconds, _ in builds)} s"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1, help="clean builds of each book; the fastest counts")
@@ -108,13 +112,10 @@ def main() -> None:
     processes = re.search(r"\((\d+) at a time\)", clean_log)
     print(f"load average (1, 5, 15 min): before {', '.join(f'{x:.2f}' for x in load_before)}; "
           f"after {', '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores")
-    runs = ("" if arguments.repeat == 1 else
-            "; runs: {} s")
     print(f"clean build:                  {clean:6.1f} s ({len(chapters)} chapters executed, "
-          f"{processes.group(1) if processes else '?'} at a time"
-          f"{runs.format(', '.join(f'{run:.1f}' for run, _ in cleans))})")
+          f"{processes.group(1) if processes else '?'} at a time{every_run(cleans)})")
     print(f"floor (sequential):           {floor:6.1f} s ({cut} chapters cut to one `import torch, checks` cell"
-          f"{runs.format(', '.join(f'{run:.1f}' for run, _ in floors))})")
+          f"{every_run(floors)})")
     print(f"ratio clean / floor:          {clean / floor:6.2f}")
     print(f"no-change rebuild:            {unchanged:6.1f} s (documents re-read: {'yes' if reread else 'none'})")
     print(f"rebuild after editing {edited_chapter}: {one_chapter:6.1f} s "
