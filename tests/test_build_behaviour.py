@@ -4,6 +4,7 @@ stale."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,10 @@ MARKS = """def setup(app):
     app.connect("checks-kernel-environment", lambda app, docname: {"CHAPTER_MARK": docname.upper()})
     return {"parallel_read_safe": True}
 """
-WHERE = "import os\nprint('cwd', os.getcwd(), os.environ['CHAPTER_MARK'], os.environ['BUILD_MARK'])\n"
+# Each chapter also prints when it ran: a few seconds of sleep make two chapters that run at once overlap.
+WHERE = ("import os, time\nprint('cwd', os.getcwd(), os.environ['CHAPTER_MARK'], os.environ['BUILD_MARK'])\n"
+         "start = time.time()\ntime.sleep(5)\nprint('ran', start, time.time())\n")
+RAN = re.compile(r"ran ([0-9.]+) ([0-9.]+)")
 
 
 def test_chapters_run_at_once_in_their_folders_with_the_build_environment_and_their_own_variables(
@@ -61,9 +65,13 @@ def test_chapters_run_at_once_in_their_folders_with_the_build_environment_and_th
     monkeypatch.setenv("BUILD_MARK", "inherited")
     monkeypatch.setenv(checks.parallel.PROCESSES_VARIABLE, "2")
     assert build_main(["-b", "html", "-q", str(source), str(tmp_path / "out")]) == 0
+    spans = []
     for name, folder in (("one", source), ("part/two", source / "part")):
         text = (tmp_path / "out" / f"{name}.html").read_text()
         assert f"cwd {folder.resolve()} {name.upper()} inherited" in text
+        spans.append(tuple(map(float, RAN.search(text).groups())))
+    (first_start, first_end), (second_start, second_end) = spans
+    assert max(first_start, second_start) < min(first_end, second_end), f"the chapters ran one after another: {spans}"
 
 
 def test_outputs_are_handed_over_only_to_the_text_that_was_executed(monkeypatch: pytest.MonkeyPatch) -> None:
