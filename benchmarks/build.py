@@ -122,7 +122,8 @@ def main() -> None:
           f"(chapters executed: {', '.join(name for name, _ in chapter_times(one_log)) or 'none'})")
     print(f"rebuild after editing checks: {checks_edit:6.1f} s "
           f"(chapters executed: {len(chapter_times(checks_log))})")
-    print(f"clean build, execution time per chapter (sum {sum(s for _, s in chapters):.1f} s):")
+    print(f"clean build, execution time per chapter, each beside the others running "
+          f"(sum {sum(s for _, s in chapters):.1f} s):")
     for name, seconds in chapters:
         print(f"  {name:28s} {seconds:6.1f} s")
 
