@@ -1,12 +1,20 @@
-"""Benchmark: how long a clean build, a no-change rebuild and a rebuild after editing `checks` take.
+"""Benchmark: how long building the book takes, beside the floor of kernel starts, imports and Sphinx.
 
-Run from the repository root: `python benchmarks/build.py`. It copies the tracked files to a scratch
-folder, so the working tree's own _build is left alone. Timings are printed, never asserted.
+Run from the repository root: `python benchmarks/build.py [--repeat N]`. It copies the working tree's
+files (tracked, and untracked ones git does not ignore) to two scratch folders, so the working tree's own
+_build is left alone: the book as it is, and the floor book, the same book with every executed chapter cut
+to its title and one `import torch, checks` cell, built one chapter after another (CHECKS_BUILD_PROCESSES=1):
+kernel starts, imports and Sphinx, no checks. It prints the clean build and the floor (the fastest of N
+clean builds each, alternated), their ratio, the no-change rebuild, the rebuilds after editing one chapter and after
+editing `checks` (with how many chapters each executed), the clean build's execution time per chapter, and
+the load average, since the machine may be shared. Timings are printed, never asserted.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,36 +22,110 @@ import tempfile
 import time
 from pathlib import Path
 
+from myst_nb.core.read import is_myst_markdown_notebook
+
 ROOT = Path(__file__).resolve().parents[1]
 JUPYTER_BOOK = str(Path(sys.executable).with_name("jupyter-book"))
+EXECUTED = re.compile(r"(\S+?\.(?:md|ipynb)): Executed notebook in ([0-9.]+) seconds")
+FLOOR_CELL = "```{code-cell} ipython3\nimport torch, checks\n```\n"
 
 
-def build(project: Path, *extra: str) -> tuple[float, str]:
+def build(project: Path, *extra: str, processes: int | None = None) -> tuple[float, str]:
+    """Time `jupyter-book build`, as a contributor runs it, on a copy of the book; its log for counting."""
+    env = {**os.environ, "PYTHONPATH": str(project)}
+    env.pop("CHECKS_BUILD_PROCESSES", None)
+    if processes is not None:
+        env["CHECKS_BUILD_PROCESSES"] = str(processes)
     start = time.perf_counter()
-    result = subprocess.run([JUPYTER_BOOK, "build", *extra, str(project)], capture_output=True, text=True,
-                            env={**os.environ, "PYTHONPATH": str(project)})
+    result = subprocess.run([JUPYTER_BOOK, "build", *extra, str(project)], capture_output=True, text=True, env=env)
     elapsed = time.perf_counter() - start
     if result.returncode != 0:
         sys.exit(f"build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
     return elapsed, result.stdout
 
 
+def copy_book(target: Path) -> Path:
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.split()
+    for name in listed:
+        if (ROOT / name).is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, target / name)
+    return target
+
+
+def cut_to_floor(project: Path) -> int:
+    """Cut every executed chapter to its front matter, its title and one import cell; how many were cut."""
+    cut = 0
+    for chapter in sorted((project / "book").glob("*.md")):
+        text = chapter.read_text(encoding="utf-8")
+        if chapter.name.startswith("_") or not is_myst_markdown_notebook(text):  # _*.md are never built
+            continue
+        _, front, body = text.split("---\n", 2)
+        title = next(line for line in body.splitlines() if line.startswith("# "))
+        chapter.write_text(f"---\n{front}---\n{title}\n\n{FLOOR_CELL}", encoding="utf-8")
+        cut += 1
+    return cut
+
+
+def clean_build(project: Path, processes: int | None = None) -> tuple[float, str]:
+    shutil.rmtree(project / "_build", ignore_errors=True)
+    return build(project, processes=processes)
+
+
+def touch(path: Path) -> None:
+    path.write_text(path.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+
+
+def chapter_times(log: str) -> list[tuple[str, float]]:
+    return sorted(((Path(path).stem, float(seconds)) for path, seconds in EXECUTED.findall(log)),
+                  key=lambda item: -item[1])
+
+
+def every_run(builds: list[tuple[float, str]]) -> str:
+    return "" if len(builds) == 1 else f"; runs: {', '.join(f'{seconds:.1f}' for seconds, _ in builds)} s"
+
+
 def main() -> None:
-    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=1, help="clean builds of each book; the fastest counts")
+    arguments = parser.parse_args()
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as scratch:
-        project = Path(scratch) / "book"
-        for name in files:
-            (project / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, project / name)
-        clean, _ = build(project)
-        unchanged, log = build(project)
+        floor_book = copy_book(Path(scratch) / "floor")
+        cut = cut_to_floor(floor_book)
+        book = copy_book(Path(scratch) / "book")
+        floors, cleans = [], []
+        for _ in range(arguments.repeat):  # alternated, so a change in the machine's load hits both alike
+            floors.append(clean_build(floor_book, processes=1))
+            cleans.append(clean_build(book))
+        floor, _ = min(floors)
+        clean, clean_log = min(cleans)
+        unchanged, log = build(book)
         reread = "reading sources... [" in log
-        (project / "checks" / "records.py").write_text((project / "checks" / "records.py").read_text() + "\n")
-        edited, log_after_edit = build(project)
-        chapters = log_after_edit.count("Executing notebook") or log_after_edit.count("Executing")
-    print(f"clean build:                 {clean:6.1f} s")
-    print(f"no-change rebuild:           {unchanged:6.1f} s (documents re-read: {'yes' if reread else 'none'})")
-    print(f"rebuild after editing checks: {edited:6.1f} s (notebook executions logged: {chapters})")
+        edited_chapter = "small-function"
+        touch(book / "book" / f"{edited_chapter}.md")
+        one_chapter, one_log = build(book)
+        touch(book / "checks" / "records.py")
+        checks_edit, checks_log = build(book)
+    chapters = chapter_times(clean_log)
+    processes = re.search(r"\((\d+) at a time\)", clean_log)
+    print(f"load average (1, 5, 15 min): before {', '.join(f'{x:.2f}' for x in load_before)}; "
+          f"after {', '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores")
+    print(f"clean build:                  {clean:6.1f} s ({len(chapters)} chapters executed, "
+          f"{processes.group(1) if processes else '?'} at a time{every_run(cleans)})")
+    print(f"floor (sequential):           {floor:6.1f} s ({cut} chapters cut to one `import torch, checks` cell"
+          f"{every_run(floors)})")
+    print(f"ratio clean / floor:          {clean / floor:6.2f}")
+    print(f"no-change rebuild:            {unchanged:6.1f} s (documents re-read: {'yes' if reread else 'none'})")
+    print(f"rebuild after editing {edited_chapter}: {one_chapter:6.1f} s "
+          f"(chapters executed: {', '.join(name for name, _ in chapter_times(one_log)) or 'none'})")
+    print(f"rebuild after editing checks: {checks_edit:6.1f} s "
+          f"(chapters executed: {len(chapter_times(checks_log))})")
+    print(f"clean build, execution time per chapter, each beside the others running "
+          f"(sum {sum(s for _, s in chapters):.1f} s):")
+    for name, seconds in chapters:
+        print(f"  {name:28s} {seconds:6.1f} s")
 
 
 if __name__ == "__main__":

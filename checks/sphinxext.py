@@ -11,8 +11,9 @@ The ledger holds every check executed, displayed or not (see checks.records, "Co
    could verify) and the folder of per-chapter record files, <doctreedir>/checks-records/, is emptied.
 2. source-read: CHECKS_RECORDS is set to the chapter's own file, records_path(doctreedir, docname), so
    the kernel myst-nb starts for it appends each executed record there. Chapters read in parallel
-   (sphinx -j, forked workers) each get their own file. An executor that runs a chapter's kernel itself
-   gives it kernel_environment(app, docname) and the extension finds the file the same way.
+   (sphinx -j, forked workers) each get their own file. checks.parallel, which starts the kernels of the
+   chapters to be read before Sphinx reads them, gives each kernel kernel_environment(app, docname) through
+   its checks-kernel-environment event, and the extension finds the file the same way.
 3. doctree-read: the chapter's file is read back into the build environment with how the chapter was
    executed (myst-nb's execution data); Sphinx saves the environment between builds, so a chapter that
    is not re-read keeps its records. The file is then removed.
@@ -43,7 +44,7 @@ from sphinx.util.docutils import SphinxDirective
 from sphinx.util.fileutil import copy_asset
 
 from . import fingerprint as build_fingerprint
-from . import ledger
+from . import ledger, parallel
 from .records import RECORDS_VARIABLE, Record, read_collected
 
 PACKAGE = Path(__file__).resolve().parent
@@ -278,6 +279,8 @@ def setup(app: Sphinx) -> dict:
     app.add_directive("checks-ledger", LedgerDirective)
     app.connect("builder-inited", _start_build)
     app.connect("source-read", _before_execution)
+    app.setup_extension("checks.parallel")  # executes the chapters; each kernel gets its record file
+    app.connect(parallel.ENVIRONMENT_EVENT, kernel_environment)
     app.connect("doctree-read", _collect)
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)

@@ -1,13 +1,18 @@
-"""How the book build behaves: a raising chapter fails it, and edits to `checks` are never shown stale."""
+"""How the book build behaves: a raising chapter fails it (its traceback kept in reports/), chapters run in
+their own folders with the build's environment, several at a time, and edits to `checks` are never shown
+stale."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+from nbformat.v4 import new_code_cell, new_notebook, new_output
 from sphinx.cmd.build import build_main
 
 import checks.fingerprint
+import checks.parallel
 import checks.sphinxext
 
 from .conftest import jupyter_book
@@ -32,6 +37,66 @@ def test_a_chapter_whose_code_raises_fails_the_build(tmp_path: Path) -> None:
     result = jupyter_book("build", str(tmp_path))
     assert result.returncode != 0
     assert "ZeroDivisionError" in result.stdout + result.stderr
+    report = tmp_path / "_build" / "html" / "reports" / "broken.err.log"
+    assert "ZeroDivisionError" in report.read_text(), "the traceback is kept for the pull-request workflow"
+
+
+MARKS = """def setup(app):
+    app.connect("checks-kernel-environment", lambda app, docname: {"CHAPTER_MARK": docname.upper()})
+    return {"parallel_read_safe": True}
+"""
+# Each chapter also prints when it ran: a few seconds of sleep make two chapters that run at once overlap.
+WHERE = ("import os, time\nprint('cwd', os.getcwd(), os.environ['CHAPTER_MARK'], os.environ['BUILD_MARK'])\n"
+         "start = time.time()\ntime.sleep(5)\nprint('ran', start, time.time())\n")
+RAN = re.compile(r"ran ([0-9.]+) ([0-9.]+)")
+
+
+def test_chapters_run_at_once_in_their_folders_with_the_build_environment_and_their_own_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / "src"
+    (source / "part").mkdir(parents=True)
+    (source / "marks.py").write_text(MARKS)
+    (source / "conf.py").write_text("import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n"
+                                    "extensions = ['myst_nb', 'checks.parallel', 'marks']\n")
+    (source / "index.md").write_text("# Index\n\n```{toctree}\none\npart/two\n```\n")
+    for name in ("one", "part/two"):
+        (source / f"{name}.md").write_text(CHAPTER_HEADER + f"# {name}\n\n```{{code-cell}} ipython3\n{WHERE}```\n")
+    monkeypatch.setenv("BUILD_MARK", "inherited")
+    monkeypatch.setenv(checks.parallel.PROCESSES_VARIABLE, "2")
+    assert build_main(["-b", "html", "-q", str(source), str(tmp_path / "out")]) == 0
+    spans = []
+    for name, folder in (("one", source), ("part/two", source / "part")):
+        text = (tmp_path / "out" / f"{name}.html").read_text()
+        assert f"cwd {folder.resolve()} {name.upper()} inherited" in text
+        spans.append(tuple(map(float, RAN.search(text).groups())))
+    (first_start, first_end), (second_start, second_end) = spans
+    assert max(first_start, second_start) < min(first_end, second_end), f"the chapters ran one after another: {spans}"
+
+
+def test_outputs_are_handed_over_only_to_the_text_that_was_executed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A chapter edited while the build ran is executed again by myst-nb, never shown with older outputs.
+    executed = new_notebook(cells=[new_code_cell("x = 1", outputs=[new_output("stream", text="1")])])
+
+    class Running:
+        processes = 2
+
+        def take(self, source: Path) -> tuple[None, checks.parallel.Executed]:
+            return None, checks.parallel.Executed(executed, 1.0)
+
+    monkeypatch.setattr(checks.parallel, "_running", Running())
+    monkeypatch.setattr(checks.parallel, "_myst_create_client", lambda *arguments: "executed by myst-nb")
+    edited = new_notebook(cells=[new_code_cell("x = 2")])
+    assert checks.parallel._create_client(edited, "chapter.md", None, None) == "executed by myst-nb"
+    same = new_notebook(cells=[new_code_cell("x = 1")])
+    assert isinstance(checks.parallel._create_client(same, "chapter.md", None, None), checks.parallel.PreExecuted)
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1"])
+def test_a_bad_number_of_build_processes_is_named(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(checks.parallel.PROCESSES_VARIABLE, value)
+    with pytest.raises(Exception, match=rf"CHECKS_BUILD_PROCESSES='{value}'.*at least 1"):
+        checks.parallel.processes()
 
 
 def _sphinx_project(tmp_path: Path) -> tuple[Path, Path]:
