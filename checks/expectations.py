@@ -9,6 +9,9 @@ import torch
 
 from .errors import CheckInputError, NaNInputError, ShapeMismatchError
 
+# What an exercise leaves for the reader to fill in (Python's Ellipsis, in code or as text).
+BLANK = "..."
+
 Function = Callable[[torch.Tensor], torch.Tensor]
 
 
@@ -38,11 +41,16 @@ class Expectation:
                 raise CheckInputError(f"an expectation needs its {name} written out; it is empty")
         if not (callable(self.f) and callable(self.df)):
             raise CheckInputError("an expectation needs f and df as callables")
+        for name in ("function", "gradient", "source"):
+            if str(getattr(self, name)).strip() == BLANK:
+                raise CheckInputError(f"the expectation's {name} is still a blank ({BLANK}): fill it in first")
 
     def analytical(self, x: torch.Tensor) -> torch.Tensor:
         """df evaluated at x in float64 on the CPU: the reference every device and dtype is held to."""
         reference = reference_input(x)
         value = self.df(reference)
+        if value is Ellipsis:
+            raise CheckInputError(f"df returned {BLANK}, a blank: write the derivative you expect as PyTorch code")
         expected = torch.as_tensor(value, dtype=torch.float64).detach().cpu()
         if expected.shape != reference.shape:
             raise ShapeMismatchError(
