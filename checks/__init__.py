@@ -1,7 +1,8 @@
 """checks: the gradient checks behind every number in the book.
 
 Data flows one way: an Expectation is written first -> plan() lays out the checks (executed: false)
--> Plan.run() executes them on each device and dtype -> Records -> tables on the page, and the ledger.
+-> Plan.run(code) runs the reader's own PyTorch on each device and dtype (checks.witness; scripts of
+passes on one leaf: checks.run_script) -> Records -> tables on the page, and the ledger.
 """
 
 from .checker import CheckReport, Element, check_jacobian
@@ -33,6 +34,7 @@ from .passes import (
 from .plan import Plan, PlannedCheck, plan
 from .records import Record, dump_records, load_records
 from .tolerances import Tolerance, ToleranceChange, default_tolerance, estimate_tolerance, numerical_tolerance
+from .witness import See, run_script, witness
 
 __all__ = [
     "CheckInputError",
@@ -49,6 +51,7 @@ __all__ = [
     "PlannedCheck",
     "Record",
     "Results",
+    "See",
     "ShapeMismatchError",
     "Step",
     "StepError",
@@ -72,6 +75,8 @@ __all__ = [
     "provenance_frame",
     "provenance_table",
     "run_passes",
+    "run_script",
     "second_derivative_passes",
     "unused_input_passes",
+    "witness",
 ]

@@ -51,7 +51,12 @@ METHOD_WORDS = {
 HOW_WORDS = {
     "stored": "stored in .grad by backward()",
     "returned": "returned by autograd.grad",
+    "create_graph": "returned by autograd.grad with create_graph=True",
+    "jacrev": "reverse mode, torch.func.jacrev",
+    "jacfwd": "forward mode, torch.func.jacfwd",
+    "hessian": "torch.func.hessian",
     "numerical": "numerical estimate",
+    "gradcheck": "torch.autograd.gradcheck",
 }
 
 
@@ -104,17 +109,21 @@ def _short_numbers(value: Any) -> str:
     return format(value, ".3g")
 
 
-def records_frame(records: Sequence[Record], columns: Sequence[str] | None = None) -> pd.DataFrame:
+def records_frame(records: Sequence[Record], columns: Sequence[str] | None = None,
+                  headings: dict[str, str] | None = None) -> pd.DataFrame:
     """A table of records, one row each, with the reader's column names."""
     keys = list(columns or COLUMNS)
+    names = {**HEADINGS, **(headings or {})}
     return pd.DataFrame([[cell_text(key, record) for key in keys] for record in records],
-                        columns=[HEADINGS.get(key, key) for key in keys])
+                        columns=[names.get(key, key) for key in keys])
 
 
-def records_html(records: Sequence[Record], columns: Sequence[str] | None = None) -> str:
+def records_html(records: Sequence[Record], columns: Sequence[str] | None = None,
+                 headings: dict[str, str] | None = None) -> str:
     """The table, the tolerances' reasons, each failure in full, and the executed records as embedded JSON."""
     keys = list(columns or COLUMNS)
-    head = "".join(f"<th>{html.escape(HEADINGS.get(key, key))}</th>" for key in keys)
+    names = {**HEADINGS, **(headings or {})}
+    head = "".join(f"<th>{html.escape(names.get(key, key))}</th>" for key in keys)
     rows = "".join(_row(record, keys) for record in records)
     table = f'<table class="checks-table"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
     failures = "".join(failure_html(record) for record in records if record.executed and not record.passed)

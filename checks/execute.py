@@ -57,15 +57,30 @@ def _executed(check: PlannedCheck, record: Record, observed: torch.Tensor, toler
     )
 
 
+# What checks can observe by itself; other ways (jacrev, jacfwd, ...) are observed by the reader's code.
+OWN_HOWS = ("stored", "returned", "numerical")
+
+
 def run_plan(plan: Plan) -> Results:
+    for check in plan:
+        if check.how not in OWN_HOWS:
+            raise CheckInputError(
+                f"how={check.how!r} is observed by your code, not by checks: pass it, plan.run(code)")
     return Results([execute(check) for check in plan])
 
 
 class Results(Sequence[Record]):
-    """Executed records; displays as a table and embeds the records for the book's ledger."""
+    """Executed records; displays as a table and embeds the records for the book's ledger.
 
-    def __init__(self, records: Sequence[Record]) -> None:
+    columns, headings -- the record fields shown and any heading that differs from the shared one
+    (a script's table says its expected values are worked out from the analytical derivative).
+    """
+
+    def __init__(self, records: Sequence[Record], *, columns: Sequence[str] | None = None,
+                 headings: dict[str, str] | None = None) -> None:
         self._records = tuple(records)
+        self._columns = tuple(columns) if columns else None
+        self._headings = dict(headings or {})
 
     def __getitem__(self, index):  # type: ignore[override]
         return self._records[index]
@@ -77,14 +92,15 @@ class Results(Sequence[Record]):
         return iter(self._records)
 
     def __add__(self, other: Results) -> Results:
-        return Results((*self._records, *other))
+        return Results((*self._records, *other), columns=self._columns, headings=self._headings)
 
     @property
     def passed(self) -> bool:
         return all(record.passed for record in self._records)
 
     def failures(self) -> Results:
-        return Results([record for record in self._records if not record.passed])
+        return Results([record for record in self._records if not record.passed], columns=self._columns,
+                       headings=self._headings)
 
     def one(self, **where: object) -> Record:
         """The single record whose fields equal where, e.g. one(device="cpu", how="stored")."""
@@ -96,9 +112,9 @@ class Results(Sequence[Record]):
     def frame(self):
         from .display import records_frame
 
-        return records_frame(list(self._records))
+        return records_frame(list(self._records), self._columns, self._headings)
 
     def _repr_html_(self) -> str:
         from .display import records_html
 
-        return records_html(list(self._records))
+        return records_html(list(self._records), self._columns, self._headings)

@@ -1,6 +1,11 @@
 """Plans: a check written down (expectation, input, devices, dtypes, tolerance) before anything runs.
 
-A plan shows the analytical gradient with observed = none and executed = false; run() executes it.
+A plan shows the analytical gradient with observed = none and executed = false; run(code) runs the
+reader's own PyTorch code on each of its devices and dtypes (checks.witness), run() alone observes f
+with checks' own backward() / autograd.grad / finite differences.
+
+Each dtype's row holds the input rounded to that dtype, and its expected gradient is the analytical
+derivative at that rounded input: a float32 row then measures autograd's error, not the input's rounding.
 """
 
 from __future__ import annotations
@@ -19,12 +24,9 @@ from .dtypes import dtype_name, to_dtype
 from .errors import CheckInputError, DtypeError, ToleranceChangeError
 from .expectations import Expectation, reference_input
 from .numerical import COMPLEX_OF, METHODS, Method, default_step, representable_step
-from .observe import HOWS
-from .records import Provenance, Record
+from .records import PROVENANCES, Provenance, Record
 from .tolerances import Tolerance, default_tolerance, numerical_tolerance
 
-# Ways a plan can observe a gradient: autograd's two, and a finite-difference estimate.
-PLAN_HOWS: tuple[Provenance, ...] = (*HOWS, "numerical")
 # tolerance=ADAPTIVE: a numerical check's allowance comes from its estimate's own error estimate (Richardson).
 ADAPTIVE = "estimate"
 
@@ -87,7 +89,27 @@ class Plan(Sequence[PlannedCheck]):
     def records(self) -> list[Record]:
         return [check.record() for check in self._checks]
 
-    def run(self):
+    def one(self, **where: object) -> PlannedCheck:
+        """The single planned check whose fields equal where, e.g. one(dtype="float64", device="cpu")."""
+        found = [check for check in self._checks if all(getattr(check, key) == value for key, value in where.items())]
+        if len(found) != 1:
+            raise CheckInputError(f"{len(found)} planned checks match {where}; expected exactly one")
+        return found[0]
+
+    def run(self, *code: Callable[..., object] | tuple[Callable[..., object], Provenance], how: Provenance | None = None):
+        """Execute the plan. With code functions, run each of them per device and dtype (checks.witness).
+
+        code -- the reader's functions, each taking a fresh leaf x and returning the gradient it
+                observed (x.grad after backward(), what torch.autograd.grad returned, ...); a pair
+                (function, how) names how, where it cannot be inferred; how= names it for all of them.
+        Without code, each planned row is observed by checks itself, in the way its how names.
+        """
+        if code:
+            from .witness import run_code
+
+            return run_code(self, code, how=how)
+        if how is not None:
+            raise CheckInputError("how= names how your code observed the gradient; pass the code too: run(code, how=...)")
         from .execute import run_plan
 
         return run_plan(self)
@@ -127,8 +149,8 @@ def plan(
         raise CheckInputError("plan() needs an Expectation written first (checks.Expectation(...))")
     hows = (how,) if isinstance(how, str) else tuple(how)
     for item in hows:
-        if item not in PLAN_HOWS:
-            raise CheckInputError(f"how={item!r} is not a way of observing a gradient; use one of {PLAN_HOWS}")
+        if item not in PROVENANCES:
+            raise CheckInputError(f"how={item!r} is not a way of observing a gradient; use one of {PROVENANCES}")
     methods = (method,) if isinstance(method, str) else tuple(method)
     for item in methods:
         if item not in METHODS:
@@ -141,15 +163,18 @@ def plan(
         )
     names = [dtype_name(to_dtype(d)) for d in ((dtypes,) if isinstance(dtypes, str) else dtypes)]
     reference = reference_input(x)
-    expected = expectation.analytical(reference)
     label = label or f"{expectation.function} at x={_short(reference)}"
+    # The input each dtype really holds, and the derivative there (computed in float64).
+    rounded = {name: reference.to(to_dtype(name)).to(torch.float64) for name in names}
+    expected_at = {name: expectation.analytical(rounded[name]) for name in names}
     checks = []
     for device in resolve_devices(devices if devices is None or not isinstance(devices, str) else [devices]):
         for name in names:
+            point, expected = rounded[name], expected_at[name]
             for item in hows:
                 if item != "numerical":
                     chosen = None if adaptive else tolerance
-                    checks.append(PlannedCheck(label, expectation, reference, expected, item, name, device,
+                    checks.append(PlannedCheck(label, expectation, point, expected, item, name, device,
                                                _tolerance_for(chosen, name), expected_failure, seed))
                     continue
                 for estimator in methods:
@@ -160,8 +185,8 @@ def plan(
                         )
                     allowed = (_adaptive_placeholder(name) if adaptive else
                                _tolerance_for(tolerance, name, lambda: _numerical_default(
-                                   expectation, reference, expected, name, estimator, step, levels)))
-                    checks.append(PlannedCheck(label, expectation, reference, expected, item, name, device,
+                                   expectation, point, expected, name, estimator, step, levels)))
+                    checks.append(PlannedCheck(label, expectation, point, expected, item, name, device,
                                                allowed, expected_failure, seed, estimator, step, levels,
                                                adaptive))
     return Plan(checks)

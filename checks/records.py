@@ -9,12 +9,18 @@ import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 Number = float | int
 Value = Number | list[Any]
 Verdict = Literal["planned", "pass", "fail"]
-Provenance = Literal["stored", "returned", "numerical"]
+# How an observed value was produced: backward() into .grad ("stored"), torch.autograd.grad ("returned";
+# "create_graph" when it kept a graph to differentiate again), torch.func's reverse and forward mode
+# ("jacrev", "jacfwd") and "hessian", a finite-difference estimate ("numerical"), or gradcheck's own.
+Provenance = Literal["stored", "returned", "create_graph", "jacrev", "jacfwd", "hessian", "numerical", "gradcheck"]
+PROVENANCES: tuple[Provenance, ...] = get_args(Provenance)
+# The keys every record has, and the seed of the book shows literally (Record.summary()).
+SUMMARY_KEYS = ("function", "x", "analytical_gradient", "observed_gradient", "executed")
 # A verdict read together with the expected-failure flag. The last two are problems: the book still shows
 # them, and the tests (python -m checks on the built ledger) fail on them.
 Outcome = Literal["planned", "pass", "expected failure", "unexpected failure", "unexpected pass"]
@@ -76,6 +82,10 @@ class Record:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def summary(self) -> Summary:
+        """The documented keys only, shown as JSON: {"function": "x*x", "x": 3, ..., "executed": false}."""
+        return Summary({key: _json_number(getattr(self, key)) for key in SUMMARY_KEYS})
+
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
 
@@ -87,6 +97,22 @@ class Record:
     @classmethod
     def from_json(cls, text: str) -> Record:
         return cls.from_dict(json.loads(text))
+
+
+class Summary(dict):
+    """A record's documented keys; its repr is the JSON a reader would write down (null, false, 3)."""
+
+    def __repr__(self) -> str:
+        return json.dumps(self)
+
+
+def _json_number(value: Any) -> Any:
+    """Whole floats as integers (3.0 -> 3): in JSON they are the same number, and 3 is what was written."""
+    if isinstance(value, list):
+        return [_json_number(item) for item in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def record_id(record: Record) -> str:

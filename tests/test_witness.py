@@ -1,0 +1,227 @@
+"""checks.witness and checks.run_script: the reader's own PyTorch, run per dtype and device, and recorded."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import checks
+from checks.display import records_html
+
+SQUARE = checks.Expectation("x*x", lambda x: x * x, "2*x", lambda x: 2 * x, "power rule: d/dx x² = 2x")
+SECOND_BACKWARD = "Trying to backward through the graph a second time"
+
+
+def stored(x):
+    y = x * x
+    y.backward()
+    return x.grad
+
+
+def returned(x):
+    y = x * x
+    (dy_dx,) = torch.autograd.grad(y, x)
+    return dy_dx
+
+
+def test_plan_shows_the_seed_record_literally_before_and_after_running() -> None:
+    square_plan = checks.plan(SQUARE, x=3, dtypes=("float32", "float64"), devices="cpu")
+    before = square_plan.one(dtype="float64").record().summary()
+    assert repr(before) == ('{"function": "x*x", "x": 3, "analytical_gradient": 6, "observed_gradient": null, '
+                            '"executed": false}')
+    after = square_plan.run(stored).one(dtype="float64").summary()
+    assert json.loads(repr(after)) == {"function": "x*x", "x": 3, "analytical_gradient": 6,
+                                       "observed_gradient": 6, "executed": True}
+
+
+def test_each_function_runs_on_a_fresh_leaf_per_dtype_and_its_source_is_recorded() -> None:
+    seen = []
+
+    def probe(x):
+        seen.append((x.is_leaf, x.requires_grad, x.grad, x.dtype, id(x)))
+        y = x * x
+        y.backward()
+        return x.grad
+
+    results = checks.witness(SQUARE, 3.0, probe, stored, dtypes=("float32", "float64"), devices="cpu")
+    assert len(results) == 4 and results.passed
+    assert [(leaf, grad, none) for leaf, grad, none, _, _ in seen] == [(True, True, None)] * 2
+    assert [dtype for *_, dtype, _ in seen] == [torch.float32, torch.float64]
+    record = results.one(dtype="float32", check="x*x at x=3, by probe(x)")
+    assert record.how == "stored" and record.observed_gradient == 6.0
+    assert "seen.append" in record.code["probe"] and record.code["df"] == "lambda x: 2 * x"
+    assert len({r.id for r in results}) == 4
+
+
+@pytest.mark.parametrize(("source", "how"), [
+    ("def g(x):\n    (d,) = torch.autograd.grad(x * x, x)\n    return d", "returned"),
+    ("def g(x):\n    (d,) = torch.autograd.grad(x * x, x, create_graph=True)\n    return d", "create_graph"),
+    ("def g(x):\n    return torch.func.jacrev(lambda t: t * t)(x)", "jacrev"),
+    ("def g(x):\n    return torch.func.jacfwd(lambda t: t * t)(x)", "jacfwd"),
+])
+def test_how_is_inferred_from_the_call_in_the_source(source: str, how: str, tmp_path) -> None:
+    path = tmp_path / "code.py"
+    path.write_text("import torch\n" + source + "\n")
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    record = checks.witness(SQUARE, 3.0, namespace["g"], devices="cpu")[0]
+    assert record.how == how and record.passed
+    assert record.code["g"] == source
+
+
+def test_how_that_cannot_be_inferred_is_refused_and_can_be_named() -> None:
+    def central(x):  # a finite difference: no autograd call, nothing to infer from
+        h = 1e-6
+        with torch.no_grad():
+            return (SQUARE.f(x + h) - SQUARE.f(x - h)) / (2 * h)
+
+    with pytest.raises(checks.CheckInputError, match=r"cannot tell how central\(x\) observed"):
+        checks.witness(SQUARE, 3.0, central, devices="cpu")
+    numerical = checks.plan(SQUARE, 3.0, how="numerical", devices="cpu")
+    record = numerical.run((central, "numerical"))[0]
+    assert record.how == "numerical" and record.passed
+    assert record.tolerance == numerical[0].tolerance.to_dict()  # the plan's numerical allowance, not autograd's
+
+
+def test_a_comment_naming_autograd_grad_says_nothing_about_how() -> None:
+    def backward_then_copy(x):
+        y = x * x
+        y.backward()  # unlike torch.autograd.grad(y, x), this writes into x.grad
+        return x.grad.clone()
+
+    with pytest.raises(checks.CheckInputError, match="cannot tell how"):
+        checks.witness(SQUARE, 3.0, backward_then_copy, devices="cpu")
+    assert checks.witness(SQUARE, 3.0, (backward_then_copy, "stored"), devices="cpu")[0].passed
+
+
+def test_expected_gradient_is_taken_at_the_input_rounded_to_each_dtype() -> None:
+    results = checks.witness(SQUARE, 0.7, stored, dtypes=("float16", "float32", "float64"), devices="cpu")
+    for record in results:
+        rounded = torch.tensor(0.7, dtype=getattr(torch, record.dtype)).item()
+        assert record.x == rounded and record.analytical_gradient == 2 * rounded
+        assert record.passed, record.message
+    assert results.one(dtype="float16").x != 0.7
+
+
+@pytest.mark.parametrize(("code", "problem"), [
+    (lambda x: torch.autograd.grad(x * x, x), r"returned a tuple of 1 tensor.*\(dy_dx,\) = torch.autograd.grad"),
+    (lambda x: 6.0, "returned float, not a tensor"),
+    (lambda x: torch.autograd.grad((x * x).sum(), x)[0].reshape(1, 1), r"shape \(1, 1\), but x has shape \(\)"),
+])
+def test_bad_code_functions_get_a_clear_error_naming_them(code, problem: str) -> None:
+    with pytest.raises(checks.CheckInputError, match=problem) as caught:
+        checks.witness(SQUARE, 3.0, (code, "returned"), devices="cpu")
+    assert "<lambda>(x)" in str(caught.value)
+
+
+def test_a_none_gradient_is_recorded_as_a_failure_with_a_clear_message() -> None:
+    def forgot_backward(x):
+        y = x * x  # noqa: F841 (the bug on show: no y.backward())
+        return x.grad
+
+    def forgot_backward_but_called_it_elsewhere(x):
+        x * x
+        _ = "y.backward()"  # a string is not a call: nothing to infer from
+        return x.grad
+
+    record = checks.witness(SQUARE, 3.0, (forgot_backward, "stored"), devices="cpu")[0]
+    assert record.executed and record.verdict == "fail" and record.observed_gradient is None
+    assert "forgot_backward(x) returned None" in record.message and "did it call backward()" in record.message
+    with pytest.raises(checks.CheckInputError, match="cannot tell how"):
+        checks.witness(SQUARE, 3.0, forgot_backward_but_called_it_elsewhere, devices="cpu")
+
+
+def test_a_wrong_value_is_a_failed_record_with_the_code_in_the_failure_box() -> None:
+    def doubled(x):
+        y = x * x
+        y.backward()
+        y = x * x
+        y.backward()  # a second backward() adds: 12, not 6
+        return x.grad
+
+    results = checks.witness(SQUARE, 3.0, doubled, devices="cpu")
+    record = results[0]
+    assert (record.verdict, record.observed_gradient, record.analytical_gradient) == ("fail", 12.0, 6.0)
+    assert "Gradients are not close!" in record.message
+    assert "a second backward() adds" in records_html(list(results))
+
+
+def accumulation(x, see):
+    y = x * x
+    (dy_dx,) = torch.autograd.grad(y, x)
+    see(dy_dx, expected=SQUARE.df(x), what="autograd.grad returns f'(x)", how="returned")
+    see(x.grad, expected=None, what="x.grad is still None")
+    y = x * x
+    y.backward()
+    see(x.grad, expected=SQUARE.df(x), what="backward() stores f'(x)")
+    y = x * x
+    y.backward()
+    see(x.grad, expected=2 * SQUARE.df(x), what="a second backward() adds")
+    with see.raises(SECOND_BACKWARD, expected=SQUARE.df(x), what="the same graph again", how="stored"):
+        y.backward()
+    see(x.grad, expected=2 * SQUARE.df(x), what="x.grad is unchanged by the failed pass")
+    x.grad = None
+    see(x.grad, expected=None, what="after x.grad = None")
+
+
+def test_a_script_of_passes_on_one_leaf_records_accumulation_and_a_captured_error() -> None:
+    results = checks.run_script(accumulation, x=3.0, expectation=SQUARE, devices="cpu")
+    assert [r.check.removeprefix("accumulation: ") for r in results][:3] == [
+        "autograd.grad returns f'(x)", "x.grad is still None", "backward() stores f'(x)"]
+    assert [r.observed_gradient for r in results] == [6.0, None, 6.0, 12.0, None, 12.0, None]
+    assert [r.analytical_gradient for r in results] == [6.0, None, 6.0, 12.0, 6.0, 12.0, None]
+    assert [r.how for r in results] == ["returned", "stored", "stored", "stored", "stored", "stored", "stored"]
+    raised = results[4]
+    assert raised.verdict == "fail" and raised.expected_failure and SECOND_BACKWARD in raised.message
+    assert all(r.passed for i, r in enumerate(results) if i != 4)
+    assert "see(x.grad, expected=2 * SQUARE.df(x)" in raised.code["accumulation"]
+    html = records_html(list(results), *results_view(results))
+    assert "expected (from the analytical derivative)" in html
+
+
+def results_view(results: checks.Results):
+    return results._columns, results._headings
+
+
+def test_an_error_that_does_not_come_or_differs_is_an_unexpected_failure() -> None:
+    def no_error(x, see):
+        y = x.sum()  # a sum saves no tensors: its graph can be walked twice
+        y.backward()
+        with see.raises(SECOND_BACKWARD, expected=torch.ones_like(x), what="sum walked twice", how="stored"):
+            y.backward()
+
+    def other_error(x, see):
+        with see.raises(SECOND_BACKWARD, expected=torch.ones_like(x), what="wrong shape", how="stored"):
+            x.sum().backward(torch.ones(3))
+
+    quiet = checks.run_script(no_error, x=[3.0], expectation=SQUARE, devices="cpu")[0]
+    assert quiet.verdict == "fail" and not quiet.expected_failure and "none was raised" in quiet.message
+    other = checks.run_script(other_error, x=[3.0], expectation=SQUARE, devices="cpu")[0]
+    assert other.verdict == "fail" and not other.expected_failure and "Mismatch in shape" in other.message
+
+
+def test_script_arguments_and_refusals() -> None:
+    def module_step(x, see, dtype, device):
+        model = torch.nn.Linear(1, 1, bias=False, dtype=dtype, device=device)
+        loss = model(x).sum()
+        loss.backward()
+        see(model.weight.grad, expected=x.sum().reshape(1, 1), what="weight.grad", how="stored")
+
+    results = checks.run_script(module_step, x=[[1.0], [2.0]], function="sum(Wx)", source="d/dW sum(Wx) = sum(x)",
+                                requires_grad=False, dtypes=("float32", "float64"), devices="cpu")
+    assert [r.observed_gradient for r in results] == [[[3.0]], [[3.0]]] and results.passed
+    assert results[0].gradient_formula and results[0].function == "sum(Wx)"
+
+    def unnamed(x, see):
+        see(x.detach() * 2, expected=SQUARE.df(x), what="a copy")
+
+    with pytest.raises(checks.CheckInputError, match="cannot tell how this value was observed"):
+        checks.run_script(unnamed, x=3.0, expectation=SQUARE, devices="cpu")
+    with pytest.raises(checks.CheckInputError, match="a script may take x, see, dtype, device"):
+        checks.run_script(lambda model, see: None, x=3.0, expectation=SQUARE)
+    with pytest.raises(checks.CheckInputError, match="saw nothing"):
+        checks.run_script(lambda x, see: None, x=3.0, expectation=SQUARE, devices="cpu")
+    with pytest.raises(checks.CheckInputError, match="function= and source="):
+        checks.run_script(accumulation, x=3.0)
