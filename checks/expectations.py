@@ -42,7 +42,8 @@ class Expectation:
         if not (callable(self.f) and callable(self.df)):
             raise CheckInputError("an expectation needs f and df as callables")
         for name in ("function", "gradient", "source"):
-            if str(getattr(self, name)).strip() == BLANK:
+            value = getattr(self, name)
+            if value is Ellipsis or str(value).strip() == BLANK:
                 raise CheckInputError(f"the expectation's {name} is still a blank ({BLANK}): fill it in first")
 
     def analytical(self, x: torch.Tensor) -> torch.Tensor:
