@@ -20,21 +20,11 @@ from .errors import (
 from .execute import Results, execute
 from .expectations import Expectation
 from .numerical import Estimate, estimate_gradient, estimate_jacobian
-from .passes import (
-    PassTable,
-    Step,
-    expect_passes,
-    non_leaf_passes,
-    provenance_frame,
-    provenance_table,
-    run_passes,
-    second_derivative_passes,
-    unused_input_passes,
-)
+from .display import Quote, plain, provenance_frame, provenance_table
 from .plan import Plan, PlannedCheck, plan
 from .records import Record, dump_records, load_records
 from .tolerances import Tolerance, ToleranceChange, default_tolerance, estimate_tolerance, numerical_tolerance
-from .witness import See, run_script, witness
+from .witness import See, captured, run_script, witness
 
 __all__ = [
     "CheckInputError",
@@ -46,19 +36,19 @@ __all__ = [
     "Expectation",
     "NaNInputError",
     "NonScalarOutputError",
-    "PassTable",
     "Plan",
+    "Quote",
     "PlannedCheck",
     "Record",
     "Results",
     "See",
     "ShapeMismatchError",
-    "Step",
     "StepError",
     "Tolerance",
     "ToleranceChange",
     "ToleranceChangeError",
     "available_devices",
+    "captured",
     "check_jacobian",
     "default_tolerance",
     "detected_devices",
@@ -67,16 +57,12 @@ __all__ = [
     "estimate_jacobian",
     "estimate_tolerance",
     "execute",
-    "expect_passes",
     "load_records",
-    "non_leaf_passes",
     "numerical_tolerance",
+    "plain",
     "plan",
     "provenance_frame",
     "provenance_table",
-    "run_passes",
     "run_script",
-    "second_derivative_passes",
-    "unused_input_passes",
     "witness",
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -75,6 +76,9 @@ def format_value(value: Any) -> str:
 
 def cell_text(key: str, record: Record) -> str:
     """One cell of a check table, as the reader sees it."""
+    if key == "pass":
+        # A script's pass: its label without the script's name, which the whole table shares.
+        return record.check.split(": ", 1)[-1]
     value = getattr(record, key)
     if key == "input_shape":
         return "(" + ", ".join(str(n) for n in value) + ("," if len(value) == 1 else "") + ")"
@@ -241,3 +245,75 @@ def embed(records: Sequence[Record]) -> str:
         return ""
     payload = json.dumps(executed, sort_keys=True).replace("</", "<\\/")
     return f'<script type="{RECORDS_MIME}">{payload}</script>'
+
+
+@dataclass(frozen=True)
+class Table:
+    """A chapter's own table (not a check table): shows as HTML without the index."""
+
+    frame: pd.DataFrame
+
+    def _repr_html_(self) -> str:
+        return table_html(self.frame)
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A message PyTorch emitted, shown verbatim as a quotation that wraps anywhere.
+
+    Its paths and URLs are single unbreakable words wider than a phone; wrapping them keeps the page
+    from scrolling sideways without changing a character of the text.
+    """
+
+    text: str
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        return (f'<blockquote class="checks-quote" style="overflow-wrap: anywhere;">'
+                f"{html.escape(self.text)}</blockquote>")
+
+
+def table_html(frame: pd.DataFrame) -> str:
+    """A chapter's own table, told apart from the shared check tables by its class.
+
+    It scrolls sideways inside its own box: its texts may make it wider than a phone, and the page
+    itself must never scroll sideways (the style is inline so the table needs no stylesheet).
+    """
+    table = frame.to_html(index=False, classes="checks-passes", border=0, justify="left")
+    return f'<div class="checks-passes-scroll" style="overflow-x: auto; max-width: 100%;">{table}</div>'
+
+
+def provenance_frame(records: Sequence[Record]) -> pd.DataFrame:
+    """Where each derivative came from: one row per record, with shape/dtype/device and the verdict."""
+    return pd.DataFrame([
+        {
+            "check": record.check,
+            "where the derivative came from": HOW_WORDS.get(record.how, record.how),
+            "expected": format_value(record.analytical_gradient),
+            "observed": format_value(record.observed_gradient),
+            "shape": cell_text("input_shape", record),
+            "dtype": record.dtype,
+            "device": record.device,
+            "verdict": cell_text("verdict", record),
+        }
+        for record in records
+    ])
+
+
+def provenance_table(records: Sequence[Record]) -> Table:
+    """provenance_frame for the page. Its records are shown (and embedded) where they ran, not again here."""
+    return Table(provenance_frame(records))
+
+
+def plain(value: Any) -> float | str:
+    """A one-element value as a float to glue into prose, or "none" where there was none."""
+    if value is None:
+        return "none"
+    flat = value
+    while isinstance(flat, list) and len(flat) == 1:
+        flat = flat[0]
+    if not isinstance(flat, (int, float)) or isinstance(flat, bool):
+        raise ValueError(f"plain() glues one number; got {value!r}")
+    return float(flat)

@@ -52,6 +52,10 @@ class PlannedCheck:
     levels: int = 3
     adaptive: bool = False
 
+    def summary(self):
+        """The plan's record in its documented keys, as JSON: observed_gradient null, executed false."""
+        return self.record().summary()
+
     def record(self) -> Record:
         return Record(
             check=self.label,

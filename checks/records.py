@@ -105,6 +105,11 @@ class Summary(dict):
     def __repr__(self) -> str:
         return json.dumps(self)
 
+    def _repr_html_(self) -> str:
+        # Wrapped at its spaces, so the whole record is in view on a phone; the text is unchanged.
+        text = json.dumps(self).replace("&", "&amp;").replace("<", "&lt;")
+        return f'<pre class="checks-summary" style="white-space: pre-wrap; overflow-wrap: anywhere;">{text}</pre>'
+
 
 def _json_number(value: Any) -> Any:
     """Whole floats as integers (3.0 -> 3): in JSON they are the same number, and 3 is what was written."""

@@ -21,6 +21,7 @@ import inspect
 import io
 import re
 import tokenize
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -166,7 +167,7 @@ def _gradient_value(name: str, observed: object, x: torch.Tensor) -> torch.Tenso
 
 
 def _judged(record: Record, observed: torch.Tensor | None, expected: torch.Tensor | None, tolerance: Tolerance,
-            seed: int, *, missing: str, problems: Sequence[str] = ()) -> Record:
+            seed: int, *, missing: str, problems: Sequence[str] = (), notes: Sequence[str] = ()) -> Record:
     """The executed record: compared as torch.testing would; a missing value where one was expected fails."""
     fields: dict[str, object] = {}
     if expected is None or observed is None:
@@ -184,7 +185,7 @@ def _judged(record: Record, observed: torch.Tensor | None, expected: torch.Tenso
         observed_gradient=None if observed is None else observed.cpu().to(torch.float64).tolist(),
         executed=True,
         verdict="pass" if passed and not problems else "fail",
-        message="\n".join([message, *problems]),
+        message="\n".join([message, *problems, *notes]),
         tolerance=tolerance.to_dict(),
         device_name=device_name(record.device),
         environment=environment(seed),
@@ -198,8 +199,12 @@ def _name(function: Callable[..., object]) -> str:
 
 # Scripts: passes on one leaf --------------------------------------------------------------------------------
 
-SCRIPT_COLUMNS = ("check", "dtype", "device", "analytical_gradient", "observed_gradient", "how", "verdict")
-SCRIPT_HEADINGS = {"check": "pass", "analytical_gradient": "expected (from the analytical derivative)"}
+# How a captured error or warning is introduced in a record's message (read back by captured()).
+RAISED = "PyTorch raised "
+WARNED = "PyTorch warned "
+
+SCRIPT_COLUMNS = ("pass", "dtype", "device", "analytical_gradient", "observed_gradient", "how", "verdict")
+SCRIPT_HEADINGS = {"analytical_gradient": "expected (from the analytical derivative)"}
 
 
 class See:
@@ -219,20 +224,26 @@ class See:
         self.records: list[Record] = []
 
     def __call__(self, value: torch.Tensor | None, *, expected: object, what: str, how: Provenance | None = None,
-                 expectation: Expectation | None = None, expected_failure: bool = False, note: str = "") -> Record:
+                 expectation: Expectation | None = None, expected_failure: bool = False,
+                 caught: Sequence[warnings.WarningMessage] = (), gradient: str = "") -> Record:
+        """Record one observed value against the expected one.
+
+        caught   -- warnings the reader captured while reading it (warnings.catch_warnings(record=True)),
+                    kept verbatim on the record;
+        gradient -- the derivative's formula as text, where the script has no Expectation for it.
+        """
         how = how or self._infer(value, what)
         observed = _gradient_value_any(what, value)
         wanted = None if expected is None else _as_float64(expected, what)
         if observed is not None and wanted is not None and observed.shape != wanted.shape:
             raise ShapeMismatchError(
                 f"{what}: observed shape {tuple(observed.shape)}, expected shape {tuple(wanted.shape)}")
-        record = self._record(what, how, expectation, expected_failure, wanted)
-        judged = _judged(record, observed, wanted, self._tolerance, self._seed,
-                         missing=f"{what}: none (no value) where {format_value(record.analytical_gradient)} was expected")
-        if note:
-            judged = replace(judged, message=f"{judged.message}\n{note}")
-        self.records.append(judged)
-        return judged
+        record = self._record(what, how, expectation, expected_failure, wanted, gradient)
+        missing = f"no value (None) where {format_value(record.analytical_gradient)} was expected"
+        said = [f"{WARNED}{type(item.message).__name__}: {item.message}" for item in caught]
+        self.records.append(_judged(record, observed, wanted, self._tolerance, self._seed, missing=missing,
+                                    notes=said))
+        return self.records[-1]
 
     def raises(self, match: str, *, expected: object, what: str, how: Provenance,
                expectation: Expectation | None = None) -> _Raises:
@@ -254,7 +265,7 @@ class See:
         )
 
     def _record(self, what: str, how: Provenance, expectation: Expectation | None, expected_failure: bool,
-                wanted: torch.Tensor | None) -> Record:
+                wanted: torch.Tensor | None, gradient: str = "") -> Record:
         about = expectation or self._expectation
         code = {_name(self._script): source_of(self._script)}
         if about is not None:
@@ -267,7 +278,7 @@ class See:
             dtype=self.dtype,
             device=self.device,
             how=how,
-            gradient_formula=about.gradient if about else "written beside the code",
+            gradient_formula=gradient or (about.gradient if about else "written beside the code, in the script"),
             derivative_source=(about.source if about else self._source),
             analytical_gradient=None if wanted is None else wanted.tolist(),
             expected_failure=expected_failure,
@@ -291,14 +302,11 @@ class _Raises:
         self.error = "" if error is None else str(error)
         matched = error is not None and self._match in self.error
         record = self._see._record(self._what, self._how, self._expectation, matched, self._expected)
-        if error is None:
-            problem = f"expected an error containing {self._match!r}; none was raised"
-        else:
-            problem = f"observed: {type(error).__name__}: {self.error}"
-            if not matched:
-                problem += f"\n(expected an error containing {self._match!r})"
+        problems = [] if matched else [f"expected an error containing {self._match!r}; "
+                                       + ("none was raised" if error is None else "a different one was raised")]
+        said = [] if error is None else [f"{RAISED}{type(error).__name__}: {self.error}"]
         judged = _judged(record, None, self._expected, self._see._tolerance, self._see._seed,
-                         missing="no derivative was produced", problems=[problem])
+                         missing="no derivative was produced", problems=problems, notes=said)
         self._see.records.append(judged)
         return True
 
@@ -354,6 +362,15 @@ def run_script(
     return Results(records, columns=SCRIPT_COLUMNS, headings=SCRIPT_HEADINGS)
 
 
+def captured(record: Record) -> str:
+    """The error or warning PyTorch gave during a pass, verbatim, without the type ('' when none)."""
+    for line_start in (RAISED, WARNED):
+        if line_start in record.message:
+            text = record.message.split(line_start, 1)[1]
+            return text.split(": ", 1)[1] if ": " in text else text
+    return ""
+
+
 def _gradient_value_any(what: str, value: object) -> torch.Tensor | None:
     if value is None:
         return None
@@ -370,4 +387,4 @@ def _as_float64(value: object, what: str) -> torch.Tensor:
     return tensor.cpu().to(torch.float64)
 
 
-__all__ = ["See", "infer_how", "run_code", "run_script", "witness"]
+__all__ = ["See", "captured", "infer_how", "run_code", "run_script", "witness"]

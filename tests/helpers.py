@@ -39,3 +39,8 @@ def embedded_records(soup: BeautifulSoup) -> list[dict]:
 
 def main_text(soup: BeautifulSoup) -> str:
     return (soup.find("main") or soup).get_text(" ", strip=True)
+
+
+def visible_code(soup: BeautifulSoup) -> str:
+    """The source of every code cell a reader sees (hidden cells are not in the HTML at all)."""
+    return "\n".join(cell.get_text() for cell in soup.select("div.cell_input"))

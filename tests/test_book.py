@@ -26,6 +26,7 @@ def test_first_chapter_shows_expected_and_observed_six_in_separate_columns(book_
         assert row["shape"] == "()"
         assert row["verdict"] == "pass"
     assert {row["observed how"] for row in cpu64} == {"stored in .grad by backward()", "returned by autograd.grad"}
+    assert {row["check"] for row in cpu64} == {"x*x at x=3, by stored(x)", "x*x at x=3, by returned(x)"}
 
 
 def test_vector_sum_keeps_its_shape(book_html: Path) -> None:
@@ -43,7 +44,7 @@ def test_prose_numbers_are_glued_from_execution(book_html: Path) -> None:
 
 def test_results_embed_executed_records_with_the_required_shape(book_html: Path) -> None:
     records = embedded_records(page(book_html, "book/small-function.html"))
-    square = [r for r in records if r["function"] == "x*x"]
+    square = [r for r in records if r["check"].startswith("x*x at x=3")]
     assert square and all(r["executed"] and r["x"] == 3 and r["analytical_gradient"] == 6 for r in square)
     assert all(r["observed_gradient"] == 6 for r in square)
     assert all({"input_shape", "dtype", "device", "how", "tolerance", "verdict"} <= r.keys() for r in records)

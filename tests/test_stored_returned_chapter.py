@@ -1,33 +1,26 @@
-"""The stored-vs-returned chapter, read from the built HTML: pass tables, captured errors, embedded records."""
+"""The stored-vs-returned chapter, read from the built HTML: the PyTorch of each pass, its table, the
+captured errors and warning, and the defects a reader found there, kept fixed."""
 
 from __future__ import annotations
 
 import unicodedata
+import warnings
 from pathlib import Path
 
 import pytest
+import torch
 from bs4 import BeautifulSoup
 
-from checks.passes import NON_LEAF_WARNING, SECOND_BACKWARD
-
-from .helpers import embedded_records, main_text, page, tables
+from .helpers import embedded_records, main_text, page, tables, visible_code
 
 CHAPTER = "book/stored-vs-returned.html"
+SECOND_BACKWARD = "Trying to backward through the graph a second time"
+SCRIPT_EXPECTED = "expected (from the analytical derivative)"
 
 
 @pytest.fixture(scope="module")
 def chapter(book_html: Path) -> BeautifulSoup:
     return page(book_html, CHAPTER)
-
-
-def pass_tables(soup: BeautifulSoup) -> list[list[dict[str, str]]]:
-    """The chapter's pass tables (pandas HTML, class checks-passes) as rows of {heading: cell text}."""
-    found = []
-    for table in soup.select("table.checks-passes"):
-        headings = [th.get_text(strip=True) for th in table.select("thead th")]
-        found.append([dict(zip(headings, (td.get_text(strip=True) for td in tr.find_all("td"))))
-                      for tr in table.select("tbody tr")])
-    return found
 
 
 def plain_text(soup: BeautifulSoup) -> str:
@@ -36,68 +29,107 @@ def plain_text(soup: BeautifulSoup) -> str:
     return " ".join(text.split())
 
 
-def cpu(rows: list[dict[str, str]]) -> list[dict[str, str]]:
-    return [row for row in rows if row["device"] == "cpu"]
+FIRST_PASS = {
+    "accumulation": "1. autograd.grad returns f'(x)",
+    "same_graph_twice": "1. backward() stores f'(x)",
+    "zero_grad_resets": "two backward() calls: 2 f'(x)",
+}
 
 
-def test_accumulation_table_shows_6_12_and_the_reset_6_as_observed(chapter: BeautifulSoup) -> None:
-    accumulation = cpu(pass_tables(chapter)[0])
-    assert [row["pass"] for row in accumulation] == ["1", "2", "3", "4", "5"]
-    assert [row["observed .grad"] for row in accumulation] == ["none", "6", "12", "6", "6"]
-    assert [row["expected .grad"] for row in accumulation] == ["none", "6", "12", "6", "6"]
-    assert [row["observed returned"] for row in accumulation] == ["6", "none", "none", "none", "6"]
-    assert "reset: x.grad = None" in accumulation[3]["what was done"]
-    assert accumulation[3]["observed .grad after reset"] == "none"
-    assert all(row["verdict"] == "pass" and row["shape"] == "()" and row["dtype"] == "float64" for row in accumulation)
+def cpu_rows(soup: BeautifulSoup, script: str) -> list[dict[str, str]]:
+    """The CPU rows of the check table of script's passes, found by its first pass."""
+    for rows in tables(soup):
+        if rows and rows[0].get("pass") == FIRST_PASS[script]:
+            return [row for row in rows if row["device"] == "cpu"]
+    raise AssertionError(f"no table of {script} passes")
 
 
-def test_prose_glues_the_accumulated_12_and_the_reset_6(chapter: BeautifulSoup) -> None:
+def failure_box(soup: BeautifulSoup, title_part: str) -> BeautifulSoup:
+    boxes = [box for box in soup.select("div.checks-failure")
+             if title_part in box.select_one(".checks-failure-title").get_text()]
+    assert len(boxes) == 1, [box.select_one(".checks-failure-title").get_text() for box in soup.select("div.checks-failure")]
+    return boxes[0]
+
+
+def definition(box: BeautifulSoup, term: str) -> str:
+    return next(dt.find_next_sibling("dd").get_text(strip=True) for dt in box.select("dt") if dt.get_text() == term)
+
+
+def test_every_pass_is_visible_plain_pytorch_and_no_step_language(chapter: BeautifulSoup) -> None:
+    code = visible_code(chapter)
+    for call in ("requires_grad", ".backward()", "torch.autograd.grad(", "x.grad = None", "retain_graph=True",
+                 "create_graph=True", "h.retain_grad()", "allow_unused=True", "materialize_grads=True",
+                 "optimizer.zero_grad()", "zero_grad(set_to_none=False)"):
+        assert call in code, call
+    assert "Step(" not in code and "checks.passes" not in code
+
+
+def test_accumulation_reads_6_12_and_the_reset_6_and_says_expected_is_accumulated(chapter: BeautifulSoup) -> None:
+    rows = cpu_rows(chapter, "accumulation")
+    assert [row["observed"] for row in rows] == ["6", "none", "6", "12", "6", "6", "6"]
+    assert [row[SCRIPT_EXPECTED] for row in rows] == ["6", "none", "6", "12", "6", "6", "6"]
+    assert [row["observed how"] for row in rows][:3] == [
+        "returned by autograd.grad", "stored in .grad by backward()", "stored in .grad by backward()"]
+    assert all(row["verdict"] == "pass" and row["dtype"] == "float64" for row in rows)
+    assert "expected (analytical)" not in {key for row in rows for key in row}
     text = plain_text(chapter)
-    assert "no reset, left 12 in x.grad" in text
-    assert "After the reset, backward() stored 6 again" in text
+    assert "no reset, left 12 in x.grad" in text and "After the reset, backward() stored 6 again" in text
     assert "returned 6 while x.grad kept 6" in text
+    assert "for x.grad that is the accumulated sum" in text
 
 
-def test_second_backward_error_is_captured_from_torch(chapter: BeautifulSoup) -> None:
-    twice = cpu(pass_tables(chapter)[1])
-    failed = twice[1]
-    assert failed["what was done"] == "same graph, no new forward, backward()"
-    assert failed["error raised"].startswith(SECOND_BACKWARD)
-    assert failed["observed .grad"] == "6" and failed["verdict"] == "fail (expected failure)"
-    assert [row["observed .grad"] for row in twice] == ["6", "6", "12", "18", "24"]
+def test_same_graph_twice_states_one_expected_value_for_pass_2(chapter: BeautifulSoup) -> None:
+    rows = cpu_rows(chapter, "same_graph_twice")
+    refused, after = rows[1], rows[2]
+    assert refused["pass"].startswith("2. backward() on the walked graph")
+    assert (refused[SCRIPT_EXPECTED], refused["observed"], refused["verdict"]) == ("6", "none", "fail (expected failure)")
+    assert (after[SCRIPT_EXPECTED], after["observed"]) == ("6", "6")
+    box = failure_box(chapter, "2. backward() on the walked graph")
+    assert definition(box, "expected") == "6"  # the table, the box and the next row agree
+    assert SECOND_BACKWARD in box.get_text()
+    assert [row["observed"] for row in rows] == ["6", "none", "6", "12", "18"]
     assert "PyTorch said: " + SECOND_BACKWARD in plain_text(chapter)
 
 
-def test_non_leaf_warning_text_and_retain_grad(chapter: BeautifulSoup) -> None:
+def test_non_leaf_rows_keep_x_3_and_the_warning_is_quoted_whole(chapter: BeautifulSoup) -> None:
+    x = torch.tensor(3.0, requires_grad=True)
+    h = x * x
+    (h * h).backward()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert h.grad is None
+    warning = " ".join(str(caught[0].message).split())
+    quotes = [" ".join(q.get_text().split()) for q in chapter.select("blockquote.checks-quote")]
+    assert warning in quotes  # word for word, to its last character
+    records = [r for r in embedded_records(chapter) if "h.grad" in r["check"]]
+    assert records and all(r["x"] == 3 for r in records)
     text = plain_text(chapter)
-    assert NON_LEAF_WARNING in text and "use .retain_grad() on the non-leaf Tensor" in text
-    assert "h.grad was none although the derivative is 18" in text
-    assert "After h.retain_grad() , h.grad held 18" in text
-    retained = [row for table in tables(chapter) for row in table if "after h.retain_grad()" in row["check"]]
-    assert [row["observed"] for row in retained] == ["18"]
+    assert "h.grad was none although the derivative is 18" in text and "h.grad held 18" in text
 
 
-def test_create_graph_and_unused_inputs(chapter: BeautifulSoup) -> None:
+def test_create_graph_false_failure_box_shows_the_code_that_ran(chapter: BeautifulSoup) -> None:
+    box = failure_box(chapter, "returned without create_graph")
+    code = box.select_one("p.checks-code-name").find_next("pre").get_text()
+    assert code.startswith("def second_derivative(x, see):")
+    assert "torch.autograd.grad(dy_dx, x)" in code and "create_graph=True" in code
+    assert "does not require grad and does not have a grad_fn" in box.get_text()
     text = plain_text(chapter)
     assert "torch.autograd.grad returned 27 , and differentiating that returned tensor gave 18" in text
-    assert "does not require grad and does not have a grad_fn" in text
+
+
+def test_unused_inputs_and_zero_grad(chapter: BeautifulSoup) -> None:
+    text = plain_text(chapter)
     assert "allow_unused=True the value returned for" in text and "was none ; with materialize_grads=True it was 0" in text
+    rows = cpu_rows(chapter, "zero_grad_resets")
+    assert [row["observed"] for row in rows] == ["12", "none", "6", "0", "6"]
+    assert all(row["verdict"] == "pass" for row in rows)
 
 
-def test_zero_grad_sets_none_and_set_to_none_false_zeros(chapter: BeautifulSoup) -> None:
-    resets = cpu(pass_tables(chapter)[2])
-    assert [row["observed .grad after reset"] for row in resets] == ["no reset", "no reset", "none", "none", "0"]
-    assert [row["observed .grad"] for row in resets] == ["6", "12", "6", "6", "6"]
-
-
-def test_summary_table_and_embedded_records_include_stored_and_returned(chapter: BeautifulSoup) -> None:
-    summary = pass_tables(chapter)[-1]
-    assert {row["where the derivative came from"].split(":")[0] for row in summary} == {"stored", "returned"}
+def test_provenance_summary_and_embedded_records(chapter: BeautifulSoup) -> None:
+    summary = [row for row in (chapter.select("table.checks-passes") or [None])[-1].select("tbody tr")]
     records = embedded_records(chapter)
-    assert {record["how"] for record in records} == {"stored", "returned"}
-    assert len(summary) == len(records)  # every derivative checked on the page, each embedded once
-    assert len({record["id"] for record in records}) == len(records)  # each check has its own anchor
-    assert all(record["executed"] and {"input_shape", "dtype", "device"} <= record.keys() for record in records)
+    assert len(summary) == len(records)  # every value checked on the page, each embedded once
+    assert {r["how"] for r in records} == {"stored", "returned", "create_graph"}
+    assert len({r["id"] for r in records}) == len(records)
+    assert all(r["executed"] and r["code"] for r in records)
     assert not [r["check"] for r in records if r["verdict"] == "fail" and not r["expected_failure"]]
-    twelve = [r for r in records if r["how"] == "stored" and "pass 3" in r["check"] and r["function"] == "x*x"]
-    assert any(r["observed_gradient"] == 12 and r["analytical_gradient"] == 12 for r in twelve)

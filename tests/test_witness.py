@@ -179,6 +179,7 @@ def test_a_script_of_passes_on_one_leaf_records_accumulation_and_a_captured_erro
     assert "see(x.grad, expected=2 * SQUARE.df(x)" in raised.code["accumulation"]
     html = records_html(list(results), *results_view(results))
     assert "expected (from the analytical derivative)" in html
+    assert "<td class=\"checks-pass\">a second backward() adds</td>" in html  # the script's name is not repeated
 
 
 def results_view(results: checks.Results):
