@@ -20,7 +20,9 @@ from .toc import toc_chapters
 CHAPTERS = toc_chapters()
 FIRST = CHAPTERS[0]
 # An input as an exercise states it, in inline code (`x = [1.0, 2.0]`) or in its code (witness(e, 2.0, ...)).
-INPUT = re.compile(r"\bx\s*=\s*(\[[^\]]*\]|-?[\d.]+(?:e-?\d+)?)")
+# A list may nest one level (a batch of rows).
+LITERAL = r"(\[(?:[^\[\]]|\[[^\[\]]*\])*\]|-?[\d.]+(?:e-?\d+)?)"
+INPUT = re.compile(rf"\bx\s*=\s*{LITERAL}")
 
 
 def exercises(soup: BeautifulSoup) -> list[tuple[Tag, Tag]]:
@@ -44,7 +46,7 @@ def code_cells(block: Tag) -> list[str]:
 def stated_inputs(exercise: Tag) -> list[torch.Tensor]:
     text = " ".join(code.get_text() for code in exercise.find_all("code")) + " ".join(code_cells(exercise))
     stated = [torch.tensor(ast.literal_eval(found), dtype=torch.float64) for found in INPUT.findall(text)]
-    for call in re.findall(r"witness\(\w+,\s*(\[[^\]]*\]|-?[\d.]+)", " ".join(code_cells(exercise))):
+    for call in re.findall(rf"witness\(\w+,\s*{LITERAL}", " ".join(code_cells(exercise))):
         stated.append(torch.tensor(ast.literal_eval(call), dtype=torch.float64))
     return stated
 

@@ -157,3 +157,29 @@ def test_every_notebook_runs_outside_the_checkout_after_pip_install(book_html: P
         assert run.returncode == 0, f"{chapter} failed outside the checkout:\n{stderr[-4000:]}"
         imported = Path(stdout.strip().splitlines()[-1])
         assert imported.is_relative_to(venv), f"{chapter} imported checks from {imported}, not the fresh install"
+
+
+def test_the_package_declares_every_distribution_the_chapters_import() -> None:
+    """`pip install` of the package alone must bring what the chapters' code imports (outside the stdlib)."""
+    import ast as python_ast
+    import importlib.metadata
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = {Requirement(line).name.lower() for line in project["dependencies"]} | {project["name"]}
+    distributions = importlib.metadata.packages_distributions()
+    imported = set()
+    for chapter in CHAPTERS:
+        for source in chapter_code(chapter):
+            lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+            for node in python_ast.walk(python_ast.parse("\n".join(lines))):
+                if isinstance(node, python_ast.Import):
+                    imported |= {alias.name.split(".")[0] for alias in node.names}
+                elif isinstance(node, python_ast.ImportFrom) and node.level == 0:
+                    imported.add(node.module.split(".")[0])
+    third_party = {name for name in imported if name not in sys.stdlib_module_names}
+    missing = {name: distributions.get(name) for name in third_party
+               if not {dist.lower() for dist in distributions.get(name, [name])} & declared}
+    assert not missing, f"pyproject.toml's dependencies miss what the chapters import: {missing}"
