@@ -37,14 +37,13 @@ def test_the_readme_installs_the_package_from_the_configured_repository() -> Non
     assert f'pip install "gradient-checks @ git+{url}@main"' in section("Run a chapter as a notebook")
 
 
-def test_a_skipped_browser_test_says_why_at_the_end_of_the_run(tmp_path: Path) -> None:
+def test_a_skipped_browser_test_says_why_at_the_end_of_the_run(book_html: Path, tmp_path: Path) -> None:
     missing = tmp_path / "no-chromium-here"
     environment = {key: value for key, value in os.environ.items() if key != "CHECKS_REQUIRE_BROWSER"}
-    # The browser is looked for before the book is needed: an empty folder stands in for the site.
-    environment.update(CHECKS_CHROMIUM=str(missing), CHECKS_BOOK_HTML=str(tmp_path))
+    environment.update(CHECKS_CHROMIUM=str(missing), CHECKS_BOOK_HTML=str(book_html))
     run = subprocess.run([sys.executable, "-m", "pytest", "tests/test_browser.py", "-p", "no:cacheprovider"],
-                         capture_output=True, text=True, cwd=ROOT, env=environment, timeout=300)
-    summary = run.stdout[run.stdout.index("short test summary info"):]
+                         capture_output=True, text=True, cwd=ROOT, env=environment, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:]
+    summary = run.stdout[run.stdout.index("short test summary info"):]
     skipped = [line for line in summary.splitlines() if line.startswith("SKIPPED")]
     assert skipped and all(f"no chromium at {missing} (apt-get install chromium" in line for line in skipped), summary

@@ -183,3 +183,35 @@ def test_the_package_declares_every_distribution_the_chapters_import() -> None:
     missing = {name: distributions.get(name) for name in third_party
                if not {dist.lower() for dist in distributions.get(name, [name])} & declared}
     assert not missing, f"pyproject.toml's dependencies miss what the chapters import: {missing}"
+
+
+def test_the_install_cell_installs_checks_where_it_is_missing(book_html: Path, tmp_path: Path) -> None:
+    """The notebook's install cell, run where `checks` cannot be imported, installs it from a git URL
+    and the same kernel imports it next. The repository URL is swapped for this checkout's commit (no
+    network here); the cell is otherwise run as published."""
+    import sysconfig
+
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    if head.returncode != 0:
+        pytest.skip(f"not a git checkout: the install cell installs from a git URL ({head.stderr.strip()})")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    # The system's torch, pip and the rest as a plain path: the .pth files there (among them the editable
+    # install of checks) are not run, so `checks` is missing, as on Colab.
+    (Path(purelib) / "system.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    install = published(book_html, CHAPTERS[0]).cells[1].source
+    requirement = f"gradient-checks @ git+{REPOSITORY}@{CONFIG['repository']['branch']}"
+    assert requirement in install
+    local = f"gradient-checks @ git+file://localhost{ROOT.as_posix()}@{head.stdout.strip()}"
+    program = ('import importlib.util\nassert importlib.util.find_spec("checks") is None, "checks is importable already"\n'
+               + install.replace(requirement, local) + "\nimport checks\nprint(checks.__file__)")
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    # Offline: the dependencies are the system's; pip builds with the setuptools it has.
+    environment.update(PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0")
+    run = subprocess.run([str(python), "-c", program], capture_output=True, text=True, cwd=tmp_path, env=environment,
+                         timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert Path(run.stdout.strip().splitlines()[-1]).is_relative_to(venv)
