@@ -5,7 +5,16 @@ Data flows one way: an Expectation is written first -> plan() lays out the check
 passes on one leaf: checks.run_script) -> Records -> tables on the page, and the ledger.
 """
 
-from .checker import CheckReport, Element, check_jacobian
+from .checker import (
+    CheckReport,
+    Element,
+    GradientMismatchError,
+    InconclusiveGradientError,
+    assert_gradients,
+    assert_module_gradients,
+    check_jacobian,
+    check_module,
+)
 from .devices import available_devices, detected_devices
 from .errors import (
     CheckInputError,
@@ -33,6 +42,8 @@ __all__ = [
     "DtypeError",
     "Element",
     "Estimate",
+    "GradientMismatchError",
+    "InconclusiveGradientError",
     "Expectation",
     "NaNInputError",
     "NonScalarOutputError",
@@ -47,9 +58,12 @@ __all__ = [
     "Tolerance",
     "ToleranceChange",
     "ToleranceChangeError",
+    "assert_gradients",
+    "assert_module_gradients",
     "available_devices",
     "captured",
     "check_jacobian",
+    "check_module",
     "default_tolerance",
     "detected_devices",
     "dump_records",

@@ -166,6 +166,14 @@ def plan(
             "reports an error estimate to take the tolerance from"
         )
     names = [dtype_name(to_dtype(d)) for d in ((dtypes,) if isinstance(dtypes, str) else dtypes)]
+    complex_names = [name for name in names if to_dtype(name).is_complex]
+    if complex_names:
+        # A complex input's gradient follows a convention (PyTorch's: the conjugate Wirtinger derivative);
+        # recording its real part alone against a real expectation would be a false pass.
+        raise DtypeError(
+            f"dtypes {complex_names}: a complex check is not supported here (only the real part would be "
+            f"compared); check real and imaginary parts as real inputs (torch.view_as_real) in float32/float64"
+        )
     reference = reference_input(x)
     label = label or f"{expectation.function} at x={_short(reference)}"
     # The input each dtype really holds, and the derivative there (computed in float64).

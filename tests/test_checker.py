@@ -61,13 +61,14 @@ def test_a_tiny_derivative_reported_twice_too_large_is_caught_where_gradcheck_pa
 
 @pytest.mark.parametrize("f", [torch.relu, torch.abs], ids=["relu", "abs"])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_a_kink_at_zero_is_flagged_not_failed(f, dtype: torch.dtype) -> None:
+def test_a_kink_at_zero_is_inconclusive_not_failed_nor_passed(f, dtype: torch.dtype) -> None:
     report = check_jacobian(f, torch.tensor([0.0, 1.5, -2.0], dtype=dtype))
     assert report.kink.tolist() == [[True, False, False], [False, False, False], [False, False, False]]
-    assert report.passed and report.kinks == 1
-    assert report.verdicts()[0][0] == "kink"
-    # Away from 0 the same function has no kink.
-    assert check_jacobian(f, torch.tensor([0.5, 1.5, -2.0], dtype=dtype)).kinks == 0
+    assert report.outcome == "inconclusive" and not report.passed and not report.failed and report.kinks == 1
+    assert report.elements()[0].verdict == "inconclusive" and report.elements()[0].reason == "kink"
+    assert "another point" in report.explain("kink")
+    # Away from 0 the same function has no kink, and passes.
+    assert check_jacobian(f, torch.tensor([0.5, 1.5, -2.0], dtype=dtype)).passed
 
 
 def test_a_smooth_function_with_zero_curvature_is_not_a_kink() -> None:
@@ -90,8 +91,13 @@ def test_the_per_element_report_has_both_values_the_error_estimate_and_a_verdict
         assert e.verdict == "fail"
     assert all(e.verdict == "pass" for e in elements if e.output != e.input)
     frame = report.frame()
-    assert {"autograd", "numerical", "error estimate", "allowed", "verdict", "dtype", "device"} <= set(frame.columns)
-    assert report.evaluations == report.estimate.evaluations + 2 + 4 * (x.numel() + 1)
+    assert {"autograd", "numerical", "error estimate", "allowed", "verdict", "why", "dtype", "device"} <= set(frame.columns)
+    # A smooth f is judged at the first three steps; a mismatch is confirmed by a window at steps 8× smaller
+    # (three more). 2n evaluations per step, the kink test 4n + 1 at each of the two windows, f(x), autograd.
+    assert report.levels.tolist() == [6, 6]
+    assert report.evaluations == 6 * 2 * x.numel() + 2 * (4 * x.numel() + 1) + 2
+    right = check_jacobian(scaled("exp", 0.0), x)
+    assert right.levels.tolist() == [3, 3] and right.evaluations == 3 * 2 * x.numel() + 4 * x.numel() + 1 + 2
     assert "failed: 2 of 4" in report.summary()
 
 

@@ -1,0 +1,216 @@
+"""Benchmark (a script, not a test): this checker and gradcheck over torch's own operator database.
+
+    PYTHONPATH=$PWD python benchmarks/op_db.py [--limit N] [--ops name,name] [--dtypes float64,float32]
+
+torch.testing._internal.common_methods_invocations.op_db lists torch's operators with sample inputs (it
+needs the expecttest package). For each differentiable op with a real float64 sample: the first sample
+whose differentiable tensors hold at most MAX_ELEMENTS elements, checked with respect to all of them, in
+float64 and (the same values rounded) in float32, by checks.check_jacobian and by torch.autograd.gradcheck
+with its defaults (slow mode). torch's own backwards are taken as correct, so every check that is not a
+pass is a false alarm or an inconclusive, unless it is a real imprecision in PyTorch (listed by name).
+
+Printed per dtype: ops checked, passes / fails / inconclusive for this checker, gradcheck's passes and
+fails, median and total seconds per check for both; then every op either flagged, with its largest
+relative difference. Timings depend on the machine; read them as ratios. --limit takes every k-th op so
+that a short run still spans the alphabet (it says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import warnings
+from dataclasses import dataclass
+
+import torch
+
+from checks.checker import check_jacobian
+
+MAX_ELEMENTS = 40
+# Real imprecisions in PyTorch found by this benchmark (see book/how-good-is-a-check.md): not false alarms.
+KNOWN_IMPRECISE: dict[str, str] = {
+    "nn.functional.hardsigmoid": "float64 backward multiplies by 1.0f / 6.0f, 1/6 rounded to float32 "
+                                 "(relative error 3e-8); gradcheck's rtol 1e-3 cannot see it",
+    "digamma": "its backward, trigamma (polygamma(1, x)), is off by up to ~4e-10 relative in float64",
+    "polygamma": "polygamma(n + 1, x), the backward of polygamma(n, x), is off by up to ~7e-10 relative",
+    "special.polygamma": "as polygamma",
+    "special.ndtr": "the forward is rounded to absolute 2^-54 (5.6e-17) in the far left tail (relative error "
+                    "22 % at x = -8.3): its finite differences are flat where its exact backward is not",
+}
+# Ops whose samples are outside what a Jacobian check can judge, with the reason; listed, not counted.
+NOT_DIFFERENTIABLE = {
+    "float": "a cast to a coarser dtype: f is a staircase on the scale of float32's spacing",
+    "cfloat": "a cast to a coarser dtype (complex64)",
+    "half": "a cast to float16", "chalf": "a cast to complex32", "bfloat16": "a cast to bfloat16",
+    "normal": "random (torch.normal)",
+    "nn.functional.max_unpool1d": "samples with colliding indices (op_db tests gradients on the .grad variant)",
+    "nn.functional.max_unpool2d": "as max_unpool1d", "nn.functional.max_unpool3d": "as max_unpool1d",
+    "as_strided_scatter": "overlapping memory: the Jacobian depends on the write order",
+    "torch.ops.aten._safe_softmax.default": "its sample holds -inf",
+    "sparse.mm": "sparse inputs",
+}
+
+
+@dataclass
+class Row:
+    op: str
+    dtype: str
+    elements: int
+    ours: str
+    ours_seconds: float
+    gradcheck: str
+    gradcheck_seconds: float
+    worst_relative: float
+    summary: str
+
+
+def samples(limit: int | None, names: set[str] | None):
+    """(name, f, differentiable float64 inputs) per op, f returning only its floating outputs."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    ops = [op for op in op_db if op.supports_autograd and torch.float64 in op.supported_dtypes("cpu")]
+    if names:
+        ops = [op for op in ops if op.name in names or f"{op.name}.{op.variant_test_name}" in names]
+    if limit:
+        ops = ops[:: max(1, len(ops) // limit)][:limit]
+    for op in ops:
+        full = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+        if op.name in NOT_DIFFERENTIABLE or full in NOT_DIFFERENTIABLE:
+            continue
+        found = _first_small_sample(op)
+        if found is not None:
+            yield (op.name + (f".{op.variant_test_name}" if op.variant_test_name else ""), *found)
+
+
+def _first_small_sample(op):
+    torch.manual_seed(0)
+    try:
+        for sample in op.sample_inputs("cpu", torch.float64, requires_grad=True):
+            leaves = [t for t in (sample.input, *sample.args) if isinstance(t, torch.Tensor) and t.requires_grad]
+            if not isinstance(sample.input, torch.Tensor) or not leaves or any(t.layout != torch.strided for t in leaves):
+                continue
+            if sum(t.numel() for t in leaves) > MAX_ELEMENTS or any(t.numel() == 0 for t in leaves):
+                continue
+            return _function(op, sample), [t.detach() for t in leaves]
+    except Exception:  # an op whose sample generator needs what this machine lacks: not a check
+        return None
+    return None
+
+
+def _function(op, sample):
+    positions = [k for k, t in enumerate((sample.input, *sample.args))
+                 if isinstance(t, torch.Tensor) and t.requires_grad]
+
+    def outputs(*tensors):
+        values = [sample.input, *sample.args]
+        for position, tensor in zip(positions, tensors):
+            values[position] = tensor
+        dtype = tensors[0].dtype
+        kwargs = {k: (v.to(dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
+                  for k, v in sample.kwargs.items()}
+        values = [v.to(dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
+        # op_db's own conventions, as its gradcheck tests use them: a wrapper that makes the input valid
+        # (symmetric for eigh, positive definite for cholesky) and a post-processing of the output (fixing
+        # the sign or phase of eigenvectors, which a Jacobian cannot be taken of otherwise).
+        out = sample.output_process_fn_grad(op.gradcheck_wrapper(op, *values, **kwargs))
+        return list(out) if isinstance(out, (tuple, list)) else [out]
+
+    # The outputs autograd differentiates, decided once with leaves that require grad: integer outputs
+    # (indices) and outputs autograd leaves alone (native_layer_norm's saved mean and rstd) are left out,
+    # as gradcheck leaves them out.
+    leaves = [t.detach().clone().requires_grad_(True) for t in (sample.input, *sample.args)
+              if isinstance(t, torch.Tensor) and t.requires_grad]
+    keep = [k for k, o in enumerate(outputs(*leaves))
+            if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex()) and o.requires_grad]
+
+    def f(*tensors):
+        found = outputs(*tensors)
+        # A complex output is checked as its real and imaginary parts (gradcheck does the same for real inputs).
+        kept = tuple(torch.view_as_real(found[k]) if found[k].is_complex() else found[k] for k in keep)
+        return kept[0] if len(kept) == 1 else kept
+
+    return f
+
+
+def run(name: str, f, inputs: list[torch.Tensor], dtype: torch.dtype) -> Row | None:
+    xs = [t.to(dtype) for t in inputs]
+    try:
+        with torch.no_grad():
+            first, second = f(*xs), f(*xs)
+        first = first if isinstance(first, tuple) else (first,)
+        second = second if isinstance(second, tuple) else (second,)
+        if not first or any(a.layout != torch.strided for a in first):
+            return None  # no floating output, or a sparse one: outside what a dense Jacobian check covers
+        if not all(torch.equal(a, b) for a, b in zip(first, second)):
+            return None  # random ops (dropout and the like) have no Jacobian to estimate
+    except Exception:  # noqa: BLE001 - the op refuses this dtype (float32 only via float64 sample, etc.)
+        return None
+    start = time.perf_counter()
+    try:
+        report = check_jacobian(f, *xs, names=[f"input {k}" for k in range(len(xs))])
+        ours, summary = report.outcome, report.summary()
+        wrong = report.mismatch
+        relative = (report.difference / torch.maximum(report.numerical.abs(), report.autograd.abs()))[wrong]
+        worst = float(relative.max()) if wrong.any() else 0.0
+    except Exception as error:  # noqa: BLE001 - a refusal (e.g. f not finite at the sample) is a result too
+        ours, summary, worst = "error", f"{type(error).__name__}: {str(error).splitlines()[0][:120]}", 0.0
+    ours_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # gradcheck warns for every float32 input; that is the comparison
+        try:
+            theirs = "pass" if torch.autograd.gradcheck(f, tuple(x.clone().requires_grad_(True) for x in xs)) else "fail"
+        except Exception:  # noqa: BLE001 - GradcheckError, or gradcheck refusing the op
+            theirs = "fail"
+    return Row(name, str(dtype).removeprefix("torch."), sum(x.numel() for x in xs), ours, ours_seconds, theirs,
+               time.perf_counter() - start, worst, summary)
+
+
+def main() -> None:
+    warnings.simplefilter("ignore")  # torch's batching-rule and beta-API warnings, printed once per op
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=int, default=None, help="check about this many ops, spread over op_db")
+    parser.add_argument("--ops", type=str, default="", help="comma-separated op names")
+    parser.add_argument("--dtypes", type=str, default="float64,float32")
+    args = parser.parse_args()
+    dtypes = [getattr(torch, name) for name in args.dtypes.split(",")]
+    cases = list(samples(args.limit, set(filter(None, args.ops.split(",")))))
+    scope = f"every {args.limit and 'k-th'} op, {len(cases)} ops" if args.limit else f"all {len(cases)} ops with a small real sample"
+    print(f"op_db: {scope}; one sample each, at most {MAX_ELEMENTS} differentiable elements")
+    rows = [row for dtype in dtypes for name, f, inputs in cases if (row := run(name, f, inputs, dtype)) is not None]
+    print(f"skipped (random, sparse, no floating output, or refusing the dtype): "
+          f"{len(cases) * len(dtypes) - len(rows)} op-dtype pairs")
+    print(f"\n{'dtype':<9}{'ops':>5}{'ours pass':>11}{'fail':>6}{'inconcl.':>10}{'error':>7}"
+          f"{'gradcheck pass':>16}{'fail':>6}{'ours s/check (median, total)':>31}{'gradcheck s/check':>22}")
+    for dtype in dict.fromkeys(row.dtype for row in rows):
+        mine = [row for row in rows if row.dtype == dtype]
+        count = lambda key, value: sum(getattr(row, key) == value for row in mine)  # noqa: E731
+        ours_t, theirs_t = [r.ours_seconds for r in mine], [r.gradcheck_seconds for r in mine]
+        print(f"{dtype:<9}{len(mine):>5}{count('ours', 'pass'):>11}{count('ours', 'fail'):>6}"
+              f"{count('ours', 'inconclusive'):>10}{count('ours', 'error'):>7}{count('gradcheck', 'pass'):>16}"
+              f"{count('gradcheck', 'fail'):>6}{statistics.median(ours_t):>15.4f}{sum(ours_t):>16.1f}"
+              f"{statistics.median(theirs_t):>11.4f}{sum(theirs_t):>11.1f}")
+    print("\nNot passed by this checker (known PyTorch imprecisions marked *):")
+    for row in rows:
+        if row.ours != "pass":
+            mark = "*" if _known(row.op) and row.ours == "fail" else " "
+            print(f" {mark}{row.dtype:<8}{row.op:<40}{row.ours:<13}gradcheck {row.gradcheck:<5}"
+                  f"worst rel {row.worst_relative:<10.3g}{row.summary}")
+    for name, why in KNOWN_IMPRECISE.items():
+        print(f" * {name}: {why}")
+    print("Left out (a Jacobian check cannot judge them):")
+    for name, why in NOT_DIFFERENTIABLE.items():
+        print(f"   {name}: {why}")
+    for dtype in dict.fromkeys(row.dtype for row in rows):
+        alarms = [row.op for row in rows if row.dtype == dtype and row.ours == "fail" and not _known(row.op)]
+        print(f"False alarms in {dtype} (fails outside the known imprecisions): {len(alarms)} {alarms}")
+
+
+def _known(op: str) -> bool:
+    return op in KNOWN_IMPRECISE or op.split(".")[0] in KNOWN_IMPRECISE or \
+        any(op.startswith(f"{name}.") for name in KNOWN_IMPRECISE)
+
+
+if __name__ == "__main__":
+    main()
