@@ -14,7 +14,9 @@ The repository URL and branch come from `_config.yml` (`repository:`), the one p
 from __future__ import annotations
 
 import copy
+import posixpath
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -37,32 +39,47 @@ def install_requirement(repository_url: str, branch: str) -> str:
     return f"{DISTRIBUTION} @ git+{repository_url.rstrip('/')}@{branch}"
 
 
-def install_cells(requirement: str) -> list[nbformat.NotebookNode]:
-    """A markdown cell saying what the next one does, and the code cell installing `checks` if missing."""
+def install_cells(requirement: str, companions: Mapping[str, str] | None = None) -> list[nbformat.NotebookNode]:
+    """A markdown cell saying what the next one does, and the code cell installing `checks` if missing.
+
+    companions -- files the chapter reads from its folder (path relative to the notebook -> URL): fetched
+                  where the notebook was opened alone (Colab opens one file, not the folder).
+    """
+    companions = dict(companions or {})
+    fetched = (f" It also fetches the files this chapter reads ({', '.join(f'`{name}`' for name in companions)}) "
+               "when they are not beside the notebook.") if companions else ""
     note = nbformat.v4.new_markdown_cell(
         "**Running this notebook outside the book** (Colab, Binder, your own machine): the next cell "
         "installs the book's `checks` package, with what the chapters import, from the book's repository "
-        f"(`pip install \"{requirement}\"`). Where `checks` is already importable it does nothing."
+        f"(`pip install \"{requirement}\"`). Where `checks` is already importable it does nothing.{fetched}"
     )
-    code = nbformat.v4.new_code_cell(
-        "import importlib\n"
-        "import importlib.util\n"
-        "import subprocess\n"
-        "import sys\n"
-        "\n"
-        'if importlib.util.find_spec("checks") is None:\n'
-        f'    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "{requirement}"])\n'
-        "    importlib.invalidate_caches()  # so that the next cells find the package just installed"
-    )
+    source = [
+        "import importlib",
+        "import importlib.util",
+        "import subprocess",
+        "import sys",
+        *(["import urllib.request", "from pathlib import Path"] if companions else []),
+        "",
+        'if importlib.util.find_spec("checks") is None:',
+        f'    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "{requirement}"])',
+        "    importlib.invalidate_caches()  # so that the next cells find the package just installed",
+    ]
+    if companions:
+        source += ["", f"COMPANIONS = {companions!r}", "for name, url in COMPANIONS.items():",
+                   "    if not Path(name).exists():",
+                   "        Path(name).parent.mkdir(parents=True, exist_ok=True)",
+                   "        urllib.request.urlretrieve(url, name)"]
+    code = nbformat.v4.new_code_cell("\n".join(source))
     for cell in (note, code):
         cell.metadata["tags"] = [INSTALL_TAG]
     return [note, code]
 
 
-def with_install_cells(notebook: nbformat.NotebookNode, requirement: str) -> nbformat.NotebookNode:
+def with_install_cells(notebook: nbformat.NotebookNode, requirement: str,
+                       companions: Mapping[str, str] | None = None) -> nbformat.NotebookNode:
     """The notebook with the install cells first (a copy; the executed one is left as myst-nb wrote it)."""
     result = copy.deepcopy(notebook)
-    result.cells = install_cells(requirement) + [
+    result.cells = install_cells(requirement, companions) + [
         cell for cell in result.cells if INSTALL_TAG not in cell.get("metadata", {}).get("tags", [])
     ]
     return result
@@ -88,6 +105,19 @@ def _repository(app: Sphinx) -> tuple[str, str, str, str]:
     return url, options.get("repository_branch", "main"), owner, name
 
 
+def companion_files(app: Sphinx, pagename: str) -> dict[str, str]:
+    """The files a chapter reads from its folder (checks_notebook_files), each with its URL on the notebooks branch."""
+    _, _, owner, name = _repository(app)
+    folder = posixpath.dirname(pagename)
+    files = {}
+    for relative in app.config.checks_notebook_files.get(pagename, []):
+        if not Path(app.srcdir, folder, relative).is_file():
+            raise ConfigError(f"checks_notebook_files: {pagename} names {relative}, which is not in {folder or '.'}/")
+        published = posixpath.join(folder, relative)
+        files[relative] = f"https://raw.githubusercontent.com/{owner}/{name}/{app.config.checks_notebooks_branch}/{published}"
+    return files
+
+
 def launch_url(app: Sphinx, service: str, pagename: str) -> str:
     """Where a launch button opens the page's notebook: the notebooks branch of the repository."""
     _, _, owner, name = _repository(app)
@@ -108,7 +138,8 @@ def _notebook_page(app: Sphinx, pagename: str, templatename: str, context: dict[
         return
     url, branch, _, _ = _repository(app)
     executed = Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb"
-    notebook = with_install_cells(nbformat.read(executed, as_version=4), install_requirement(url, branch))
+    notebook = with_install_cells(nbformat.read(executed, as_version=4), install_requirement(url, branch),
+                                  companion_files(app, pagename))
     nbformat.validate(notebook)
     target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -134,6 +165,12 @@ def _collect_notebooks(app: Sphinx, exception: Exception | None) -> None:
         if notebook.is_file():
             (folder / notebook.relative_to(sources)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(notebook, folder / notebook.relative_to(sources))
+            # Beside the notebook, as in the repository: Binder opens the branch with its folders.
+            for relative in app.config.checks_notebook_files.get(docname, []):
+                source = Path(app.srcdir, posixpath.dirname(docname), relative)
+                target = folder / posixpath.dirname(docname) / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target)
     if folder.is_dir():
         url, branch, _, _ = _repository(app)
         (folder / "requirements.txt").write_text(binder_requirements(install_requirement(url, branch)), encoding="utf-8")
@@ -141,6 +178,8 @@ def _collect_notebooks(app: Sphinx, exception: Exception | None) -> None:
 
 def setup(app: Sphinx) -> dict:
     app.add_config_value("checks_notebooks_branch", "notebooks", "html")
+    # {chapter docname: [files it reads, relative to its folder]}: published with its notebook.
+    app.add_config_value("checks_notebook_files", {}, "html")
     app.connect("html-page-context", _notebook_page, priority=THEME_PRIORITY + 1)
     app.connect("build-finished", _collect_notebooks)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import shutil
 import subprocess
 import sys
@@ -95,6 +96,22 @@ def test_launch_buttons_open_a_notebook_the_build_publishes(book_html: Path, cha
         assert (folder / path).read_bytes() == (book_html / "_sources" / f"{chapter}.ipynb").read_bytes()
 
 
+def test_the_files_a_chapter_reads_are_published_and_fetched_from_the_notebooks_branch(book_html: Path) -> None:
+    companions = CONFIG["sphinx"]["config"].get("checks_notebook_files", {})
+    prefix = f"https://raw.githubusercontent.com/{OWNER}/{NAME}/{NOTEBOOKS_BRANCH}/"
+    for chapter in CHAPTERS:
+        install = published(book_html, chapter).cells[1].source
+        files = companions.get(chapter, [])
+        urls = re.findall(r"'(https://[^']+)'", install)
+        assert len(urls) == len(files), f"{chapter}: the install cell fetches {urls}, the configuration names {files}"
+        for name, url in zip(files, urls):
+            assert url.startswith(prefix) and f"'{name}': '{url}'" in install
+            path = url.removeprefix(prefix)
+            published_file = book_html.parent / NOTEBOOKS_FOLDER / path
+            assert published_file.is_file(), f"{chapter}: {url} names {path}, not in the notebooks folder"
+            assert published_file.read_bytes() == (ROOT / path).read_bytes()
+
+
 def test_binder_installs_the_package_and_the_torch_that_built_the_book(book_html: Path) -> None:
     import torch
 
@@ -144,13 +161,13 @@ def test_every_notebook_runs_outside_the_checkout_after_pip_install(book_html: P
                              capture_output=True, text=True, env=environment, cwd=tmp_path)
     assert install.returncode == 0, install.stdout + install.stderr
 
+    # What Binder gets: the notebooks branch, each notebook with the files its chapter reads beside it.
     work = tmp_path / "reader"
-    work.mkdir()
+    shutil.copytree(book_html.parent / NOTEBOOKS_FOLDER, work)
     runs = {}
     for chapter in CHAPTERS:
-        notebook = work / f"{Path(chapter).name}.ipynb"
-        shutil.copy2(book_html / "_sources" / f"{chapter}.ipynb", notebook)
-        runs[chapter] = subprocess.Popen([python, "-c", EXECUTE, str(notebook)], cwd=work, env=environment,
+        notebook = work / f"{chapter}.ipynb"
+        runs[chapter] = subprocess.Popen([python, "-c", EXECUTE, str(notebook)], cwd=notebook.parent, env=environment,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for chapter, run in runs.items():
         stdout, stderr = run.communicate(timeout=900)
