@@ -19,10 +19,11 @@ from .toc import toc_chapters
 
 CHAPTERS = toc_chapters()
 FIRST = CHAPTERS[0]
-# An input as an exercise states it, in inline code (`x = [1.0, 2.0]`) or in its code (witness(e, 2.0, ...)).
+# An input as an exercise states it, in inline code (`x = [1.0, 2.0]`, or by its own name, `beta = [...]`) or
+# in its code (witness(e, 2.0, ...)).
 # A list may nest one level (a batch of rows).
 LITERAL = r"(\[(?:[^\[\]]|\[[^\[\]]*\])*\]|-?[\d.]+(?:e-?\d+)?)"
-INPUT = re.compile(rf"\bx\s*=\s*{LITERAL}")
+INPUT = re.compile(rf"\b\w+\s*=\s*{LITERAL}")
 
 
 def exercises(soup: BeautifulSoup) -> list[tuple[Tag, Tag]]:
