@@ -22,7 +22,7 @@ FIRST = CHAPTERS[0]
 # An input as an exercise states it, in inline code (`x = [1.0, 2.0]`, or by its own name, `beta = [...]`) or
 # in its code (witness(e, 2.0, ...)).
 # A list may nest one level (a batch of rows).
-LITERAL = r"(\[(?:[^\[\]]|\[[^\[\]]*\])*\]|-?[\d.]+(?:e-?\d+)?)"
+LITERAL = r"(\[(?:[^\[\]]|\[[^\[\]]*\])*\]|-?\d+(?:\.\d*)?(?:e-?\d+)?)"
 INPUT = re.compile(rf"\b\w+\s*=\s*{LITERAL}")
 
 

@@ -193,9 +193,14 @@ def test_the_package_declares_every_distribution_the_chapters_import() -> None:
             lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
             for node in python_ast.walk(python_ast.parse("\n".join(lines))):
                 if isinstance(node, python_ast.Import):
-                    imported |= {alias.name.split(".")[0] for alias in node.names}
+                    names = {alias.name.split(".")[0] for alias in node.names}
                 elif isinstance(node, python_ast.ImportFrom) and node.level == 0:
-                    imported.add(node.module.split(".")[0])
+                    names = {node.module.split(".")[0]}
+                else:
+                    continue
+                # The chapter's own files (published beside its notebook) are not distributions.
+                folder = ROOT / Path(chapter).parent
+                imported |= {name for name in names if not (folder / name).is_dir() and not (folder / f"{name}.py").is_file()}
     third_party = {name for name in imported if name not in sys.stdlib_module_names}
     missing = {name: distributions.get(name) for name in third_party
                if not {dist.lower() for dist in distributions.get(name, [name])} & declared}
