@@ -2,8 +2,9 @@
 
     PYTHONPATH=$PWD python benchmarks/checker.py
 
-For each dtype and checker: false alarms on the correct ops, detections of the mutants, the smallest δ
-caught in every scaled base, evaluations of f and wall time over the suite. A warm-up pass runs first so
+For each dtype and checker: false alarms on the correct ops, detections of the mutants, inconclusive checks
+(this checker's third outcome), the smallest δ caught in every scaled base, evaluations of f and wall time
+over the suite. A warm-up pass runs first so
 torch.func's one-time setup is not charged to whichever checker happens to run first. Timings depend on
 the machine; read them as ratios.
 """
@@ -25,13 +26,18 @@ def main() -> None:
     scaled = sum(case.kind == "scaled" for case in cases)
     print(f"Suite: {correct} correct torch ops, {mutants} mutants ({scaled} scaled by 1 + δ, "
           f"{mutants - scaled} structural)")
-    print(f"{'dtype':<9}{'checker':<18}{'false alarms':>14}{'detections':>12}{'smallest δ':>12}"
+    print(f"{'dtype':<9}{'checker':<18}{'false alarms':>14}{'detections':>12}{'inconclusive':>14}{'smallest δ':>12}"
           f"{'evaluations':>13}{'seconds':>9}")
     for row in table.to_dict("records"):
         alarms = f"{row['false alarms']}/{row['correct ops']}"
         detections = f"{row['detections']}/{row['mutants']}"
-        print(f"{row['dtype']:<9}{row['checker']:<18}{alarms:>14}{detections:>12}"
-              f"{row['smallest δ always caught']:>12g}{row['evaluations of f']:>13}{row['seconds']:>9.2f}")
+        unsure = f"{row['inconclusive (correct ops)']}+{row['inconclusive (mutants)']}"
+        smallest = row["smallest δ always caught"]
+        smallest = "—" if smallest != smallest else f"{smallest:g}"  # NaN: flags every correct op
+        print(f"{row['dtype']:<9}{row['checker']:<18}{alarms:>14}{detections:>12}{unsure:>14}"
+              f"{smallest:>12}{row['evaluations of f']:>13}{row['seconds']:>9.2f}")
+    print("inconclusive: correct ops + mutants; smallest δ: — where a checker flags every correct op (meaningless)")
+
 
 if __name__ == "__main__":
     main()

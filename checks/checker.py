@@ -27,12 +27,14 @@ The allowance of element (i, j):
 The step adapts to f (as numdifftools does): central differences at h0·max(|x_j|, 1)·2^-k for k = 0, 1, ...,
 each window of three consecutive steps extrapolated, and per element the window whose uncertainty
 (error + rounding) is smallest relative to its value wins. Columns whose elements are not yet judged (the tableau has not
-converged, or a stencil point left f's domain) get smaller steps, down to ε^(3/4)·max(|x_j|, 1) or
-until rounding at the step alone exceeds the best uncertainty found; judged columns stop early, so a smooth f costs three steps.
+converged, or a stencil point left f's domain, or the estimate is less precise than ε^(2/3) of the entry's
+scale and still improving) get smaller steps, down to ε^(3/4)·max(|x_j|, 1) or until rounding at the step
+alone exceeds the best uncertainty found; a smooth f is settled at the first three steps.
 
 A kink (relu or abs at 0, a clamp's bound) makes both numbers meaningless: one-sided differences D+ and D-
 disagree by the jump in slope at every step, whereas for a smooth f their gap h·f'' halves with the step.
-The gap is measured at each column's chosen step h and at h/2.
+The gap |f(x + h) + f(x - h) - 2 f(x)| / h comes from the evaluations the estimate made anyway, at the first
+two steps of each column's chosen window (and of its finest, for a mismatch).
 
 Several inputs: f(x, weight, bias) is checked as one function of all inputs' elements concatenated;
 each element is named by its input and index ("input `weight`, element (2, 1)"). check_module does this
@@ -52,7 +54,7 @@ import torch
 
 from .dtypes import dtype_name
 from .errors import CheckInputError, DtypeError, NaNInputError
-from .numerical import _Evaluator, default_step, machine_epsilon
+from .numerical import _Evaluator, _relative_step, default_step, machine_epsilon
 
 Function = Callable[..., torch.Tensor]
 Mode = Literal["reverse", "forward"]
@@ -330,7 +332,7 @@ def check_jacobian(
     step       -- the relative start step h0 (default ε^(1/5)); smaller steps follow where needed
     safety     -- the allowance factor over the uncertainty
     resolution -- an element is judged only when its allowance is at most this fraction of its scale
-    kinks      -- run the one-sided kink test (4n + 1 more evaluations of f)
+    kinks      -- run the one-sided kink test (from the same evaluations: no extra cost)
     names      -- the inputs' names (default: f's parameter names)
     """
     if mode not in MODES:
@@ -366,15 +368,15 @@ def check_jacobian(
                             f"the Jacobian there is undefined")
     jacobian, used, note = _autograd_jacobian(g, x, mode)
     eps, tiny = machine_epsilon(x.dtype), float(torch.finfo(x.dtype).tiny)
-    h0 = default_step("richardson", x.dtype).h0 if step is None else float(step)
+    h0 = default_step("richardson", x.dtype).h0 if step is None else _relative_step(step)
     evaluate = _Evaluator(g, x, None, scalar=False)
     search = _Search(evaluate, x, value, h0, eps, tiny, safety, resolution)
     search.run()
     numerical, error, allowed, steps, converged = search.result()
     allowed = allowed + _autograd_floor(jacobian, numerical, eps, safety)
     # A failure must survive smaller steps: a staircase (round) or a fast oscillation can fool one window
-    # into converging to a slope f does not have. Columns with a mismatch get one more window at steps
-    # eight times smaller; where the two windows disagree with each other, neither is believed.
+    # into converging to a slope f does not have. Columns with a mismatch get smaller steps (at least one
+    # more window, eight times smaller); where the chosen and the finest window disagree, neither is believed.
     suspect = (((jacobian - numerical).abs() > allowed) & torch.isfinite(numerical)).any(0)
     unstable = torch.zeros_like(converged)
     if suspect.any():
@@ -386,14 +388,13 @@ def check_jacobian(
         unstable &= suspect.unsqueeze(0)
     domain = ~torch.isfinite(numerical)
     kink = torch.zeros_like(domain)
-    evaluations = evaluate.count + 2  # plus f(x) above and autograd's own forward
     if kinks:
-        kink = _kinks(evaluate, x, search.kink_steps(), search.scale(), eps)
+        kink = search.kinks(search.chosen_window())
         if suspect.any():
             # A jump closer to x than the chosen steps (round near its boundary) shows at the finest steps.
-            kink |= _kinks(evaluate, x, search.finest_steps(), search.scale(), eps) & suspect.unsqueeze(0)
+            kink |= search.kinks(search.finest_window()) & suspect.unsqueeze(0)
         kink &= ~domain
-        evaluations = evaluate.count + 2
+    evaluations = evaluate.count + 2  # plus f(x) above and autograd's own forward
     return CheckReport(
         autograd=jacobian, numerical=numerical, error=error, allowed=allowed, steps=steps,
         levels=search.levels.clone(), kink=kink, domain=domain, unstable=unstable & ~domain,
@@ -417,8 +418,12 @@ class _Search:
         self.h0 = h0
         floor = eps ** 0.75
         self.max_levels = max(3, math.ceil(math.log2(h0 / floor)) + 1)
-        self.differences = torch.full((self.max_levels, n, m), float("nan"), dtype=torch.float64)
-        self.h = torch.full((self.max_levels, n), float("nan"), dtype=torch.float64)
+        # Rows per level, grown as deeper levels are needed (most columns stop at the third).
+        self.differences = torch.full((3, n, m), float("nan"), dtype=torch.float64)
+        # |f(x + h) + f(x - h) - 2 f(x)| / h = |D+ - D-|, the gap between one-sided differences, per level:
+        # the kink test reads it from the same evaluations.
+        self.gaps = torch.full((3, n, m), float("nan"), dtype=torch.float64)
+        self.h = torch.full((3, n), float("nan"), dtype=torch.float64)
         self.levels = torch.zeros(n, dtype=torch.int64)
         self.active = torch.ones(n, dtype=torch.bool)
         self.depth = 0  # levels computed for at least one column
@@ -452,15 +457,26 @@ class _Search:
         if not points:
             return
         values = self.evaluate(torch.cat(points))
+        self._grow(max(level for level, _, _ in done) + 1)
         start = 0
         for level, used, h64 in done:
             count = used.numel()
             plus, minus = values[start:start + count], values[start + count:start + 2 * count]
             start += 2 * count
             self.differences[level, used] = ((plus - minus) / (2 * h64).unsqueeze(1)).cpu()
+            self.gaps[level, used] = ((plus + minus - 2 * self.value.to(plus.device)).abs() / h64.unsqueeze(1)).cpu()
             self.h[level, used] = h64
             self.levels[used] = level + 1
             self.depth, self._chosen = max(self.depth, level + 1), None
+
+    def _grow(self, depth: int) -> None:
+        """Room for `depth` levels in the per-level tables (NaN where a level is not computed)."""
+        missing = depth - self.h.shape[0]
+        if missing > 0:
+            def more(table: torch.Tensor) -> torch.Tensor:
+                return torch.cat([table, torch.full((missing, *table.shape[1:]), float("nan"), dtype=table.dtype)])
+
+            self.differences, self.gaps, self.h = more(self.differences), more(self.gaps), more(self.h)
 
     def windows(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Per window k (steps k, k+1, k+2): Neville's T22 (k, n, m), Ridders' error and the finest step."""
@@ -519,22 +535,28 @@ class _Search:
                                                      torch.zeros_like(chosen[0])))
         return (*chosen, window)
 
-    def _judged(self, value: torch.Tensor, uncertainty: torch.Tensor) -> torch.Tensor:
+    def _judged(self, value: torch.Tensor, uncertainty: torch.Tensor, resolution: float | None = None) -> torch.Tensor:
         """(n, m): allowed small enough against the entry's scale (its row's and column's largest |J|)."""
+        resolution = self.resolution if resolution is None else resolution
         size = value.nan_to_num(0.0, posinf=0.0, neginf=0.0).abs()
         reference = torch.maximum(size.amax(0, keepdim=True), size.amax(1, keepdim=True))
         exact_zero = (value == 0) & (uncertainty <= self.tiny * 2)
-        return (self.safety * uncertainty <= self.resolution * reference) | exact_zero
+        return (self.safety * uncertainty <= resolution * reference) | exact_zero
 
     def _stop_judged_columns(self, level: int) -> None:
-        """Stop a column once every element is judged, or once rounding at its latest step alone exceeds
-        the best uncertainty found (a smaller step can only be worse)."""
-        value, _, uncertainty, _, _ = self._choose()
-        judged = self._judged(value, uncertainty).all(1)
+        """Stop a column once every element is judged and either precise (uncertainty at most ε^(2/3) of
+        its scale: as good as a smooth f gives) or no longer improving (its best window is two or more
+        steps behind the latest); or once rounding at its latest step alone exceeds the best uncertainty
+        found (a smaller step can only be worse)."""
+        value, _, uncertainty, _, window = self._choose()
+        judged = self._judged(value, uncertainty)
+        precise = self._judged(value, uncertainty, self.eps ** (2 / 3) / self.safety)
+        stalled = (level - 2 - window) >= 2
+        done = (judged & (precise | stalled)).all(1)
         scale = self.scale().reshape(1, -1)  # (1, m)
         rounding = self.eps * scale / self.h[level].abs().unsqueeze(1)  # (n, m)
         hopeless = (rounding > uncertainty).all(1)
-        self.active &= ~(judged | hopeless)
+        self.active &= ~(done | hopeless)
 
     def result(self):
         """(numerical, error, allowed before autograd's floor, finest step, judged), each (m, n)."""
@@ -561,7 +583,8 @@ class _Search:
             value, uncertainty = self.finest()
             judged = self._judged(value.T, uncertainty.T / self.safety).all(1)
             scale = self.scale().reshape(1, -1)
-            finest_h = self.finest_steps().abs() / 4  # the finest step of the finest window
+            last = (self.levels - 1).clamp_min(0).unsqueeze(0)
+            finest_h = self.h[:self.depth].gather(0, last).squeeze(0).abs()  # the finest step of each column
             hopeless = (self.eps * scale / finest_h.unsqueeze(1) > uncertainty.T / self.safety).all(1)
             active &= (self.levels - start < 3) | ~(judged | hopeless)
             active &= self.levels < self.max_levels
@@ -574,43 +597,31 @@ class _Search:
         value, spread = best.gather(0, last).squeeze(0), uncertainty.gather(0, last).squeeze(0)
         return value.T.contiguous(), (self.safety * spread).T.contiguous()
 
-    def finest_steps(self) -> torch.Tensor:
-        """Per column, the coarsest step of its finest window."""
-        return self.h[:self.depth].gather(0, (self.levels - 3).clamp_min(0).unsqueeze(0)).squeeze(0)
+    def finest_window(self) -> torch.Tensor:
+        """Per column, the index of its finest window (its first step)."""
+        return (self.levels - 3).clamp_min(0)
 
-    def kink_steps(self) -> torch.Tensor:
-        """Per column, the coarsest step of the window chosen for its finest-resolved element."""
-        *_, window = self._choose()
-        coarsest = self.h[:self.depth].gather(0, window.amax(1).unsqueeze(0)).squeeze(0)
-        return torch.where(torch.isfinite(coarsest), coarsest, self.h[0])
+    def chosen_window(self) -> torch.Tensor:
+        """Per column, the window chosen for its finest-resolved element."""
+        return self._choose()[-1].amax(1)
+
+    def kinks(self, window: torch.Tensor) -> torch.Tensor:
+        """(m, n): at each column's window k, one-sided differences whose gap does not halve from step k to
+        step k + 1 (a smooth f: h·f'' halves; a kink: the jump in slope stays), above rounding noise."""
+        scale = self.scale().reshape(1, -1)  # (1, m)
+        index = window.reshape(1, -1, 1).expand(1, *self.gaps.shape[1:])
+        coarse = self.gaps.gather(0, index).squeeze(0)
+        fine = self.gaps.gather(0, index + 1).squeeze(0)
+        step = self.h.gather(0, window.unsqueeze(0) + 1).squeeze(0).abs().unsqueeze(1)
+        noise = 2 * self.eps * scale / step
+        found = (fine > KINK_RATIO * coarse) & (fine > KINK_NOISE * noise)  # False where a level is missing (NaN)
+        return found.T.contiguous()
 
 
 def _autograd_floor(jacobian: torch.Tensor, numerical: torch.Tensor, eps: float, safety: float) -> torch.Tensor:
     """autograd's own rounding: ε times the scale of the entry's row and column, of either Jacobian."""
     both = torch.maximum(jacobian.abs(), numerical.abs().nan_to_num(0.0))
     return safety * eps * torch.maximum(both.amax(1, keepdim=True), both.amax(0, keepdim=True))
-
-
-def _kinks(evaluate: _Evaluator, x: torch.Tensor, steps: torch.Tensor, scale: torch.Tensor,
-           eps: float) -> torch.Tensor:
-    """(m, n): one-sided differences D+ and D- whose gap does not halve with the step, above rounding."""
-    flat = x.reshape(-1)
-    n = flat.numel()
-    gaps, noise, points, used = [], [], [flat.unsqueeze(0)], []
-    for fraction in (1.0, 0.5):
-        wanted = (steps * fraction).to(x.dtype).to(x.device)
-        h = (flat + wanted) - flat
-        bump = torch.diag(h)
-        points += [flat + bump, flat - bump]
-        used.append(h.to(torch.float64).cpu().clamp_min(torch.finfo(torch.float64).tiny).unsqueeze(1))
-    values = evaluate(torch.cat(points))  # one batch: the centre, then ±h and ±h/2 per column
-    centre = values[:1]
-    for k, h64 in enumerate(used):
-        plus, minus = values[1 + 2 * k * n: 1 + (2 * k + 1) * n], values[1 + (2 * k + 1) * n: 1 + (2 * k + 2) * n]
-        gaps.append(((plus - centre) / h64 - (centre - minus) / h64).abs().T.cpu())
-        noise.append(2 * eps * scale / h64.T)
-    coarse, fine = gaps
-    return (fine > KINK_RATIO * coarse) & (fine > KINK_NOISE * noise[1])
 
 
 def _autograd_jacobian(f: Function, x: torch.Tensor, mode: Mode) -> tuple[torch.Tensor, Mode, str]:

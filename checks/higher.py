@@ -28,13 +28,13 @@ from .records import Provenance, Record
 from .tolerances import Tolerance, default_tolerance, estimate_tolerance
 
 Function = Callable[[torch.Tensor], torch.Tensor]
-# Ways of obtaining a matrix of derivatives, and how each is recorded (torch.func and autograd.grad hand
-# their result back: "returned"; a finite-difference estimate: "numerical").
+# Ways of obtaining a matrix of derivatives, and how each is recorded: the provenance names the transform
+# (reverse mode, forward mode, hessian, autograd.grad with create_graph=True) or a numerical estimate.
 WAYS: dict[str, Provenance] = {
-    "jacrev": "returned",
-    "jacfwd": "returned",
-    "hessian": "returned",
-    "create_graph": "returned",
+    "jacrev": "jacrev",
+    "jacfwd": "jacfwd",
+    "hessian": "hessian",
+    "create_graph": "create_graph",
     "richardson": "numerical",
 }
 WAY_WORDS = {

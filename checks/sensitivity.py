@@ -8,8 +8,10 @@ The checkers, each asked "is this backward wrong?" for every case of checks.muta
   NAIVE_ATOL) whatever the dtype, dividing by the step asked for.
 - this checker: checks.checker.check_jacobian (Richardson estimate, per-element allowance).
 
-A flag on a correct op is a false alarm; on a mutant, a detection. Costs are counted evaluations of f (each
-point at which f was evaluated, batched or not) and wall time.
+A flag (a failed check) on a correct op is a false alarm; on a mutant, a detection. This checker has a third
+outcome, inconclusive (an element it cannot judge: a kink, f not finite near x, an estimate too uncertain):
+neither a flag nor a pass, counted on its own. Costs are counted evaluations of f (each point at which f was
+evaluated, batched or not) and wall time.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class Outcome:
     delta: float | None
     dtype: str
     flagged: bool
+    inconclusive: bool
     evaluations: int
     seconds: float
 
@@ -59,7 +62,10 @@ class _Counted:
         return self.f(x)
 
 
-def _gradcheck(f: Function, x: torch.Tensor, fast: bool) -> tuple[bool, int]:
+Verdict = tuple[bool, bool, int]  # (flagged, inconclusive, evaluations of f)
+
+
+def _gradcheck(f: Function, x: torch.Tensor, fast: bool) -> Verdict:
     counted = _Counted(f, x.shape)
     with warnings.catch_warnings():
         # gradcheck warns for every input that is not float64; that is the point of the float32 rows.
@@ -68,10 +74,10 @@ def _gradcheck(f: Function, x: torch.Tensor, fast: bool) -> tuple[bool, int]:
             passed = torch.autograd.gradcheck(counted, (x.detach().clone().requires_grad_(True),), fast_mode=fast)
         except GradcheckError:
             passed = False
-    return not passed, counted.count
+    return not passed, False, counted.count
 
 
-def _naive(f: Function, x: torch.Tensor) -> tuple[bool, int]:
+def _naive(f: Function, x: torch.Tensor) -> Verdict:
     autograd = torch.autograd.functional.jacobian(f, x.detach().clone().requires_grad_(True))
     autograd = autograd.reshape(-1, x.numel()).to(torch.float64)
     flat = x.detach().reshape(-1)
@@ -84,15 +90,15 @@ def _naive(f: Function, x: torch.Tensor) -> tuple[bool, int]:
             columns.append(((plus - minus).to(torch.float64) / (2 * NAIVE_STEP)).reshape(-1))
     numerical = torch.stack(columns, 1)
     close = torch.allclose(autograd, numerical, rtol=NAIVE_RTOL, atol=NAIVE_ATOL)
-    return not close, 2 * flat.numel() + 1
+    return not close, False, 2 * flat.numel() + 1
 
 
-def _ours(f: Function, x: torch.Tensor) -> tuple[bool, int]:
+def _ours(f: Function, x: torch.Tensor) -> Verdict:
     report = check_jacobian(f, x)
-    return not report.passed, report.evaluations
+    return report.failed, report.outcome == "inconclusive", report.evaluations
 
 
-RUNNERS: dict[str, Callable[[Function, torch.Tensor], tuple[bool, int]]] = {
+RUNNERS: dict[str, Callable[[Function, torch.Tensor], Verdict]] = {
     "gradcheck (slow)": lambda f, x: _gradcheck(f, x, fast=False),
     "gradcheck (fast)": lambda f, x: _gradcheck(f, x, fast=True),
     "naive central": _naive,
@@ -110,9 +116,9 @@ def evaluate(cases: Sequence[Case], dtypes: Sequence[torch.dtype] = (torch.float
             for checker in checkers:
                 torch.manual_seed(0)
                 start = time.perf_counter()
-                flagged, evaluations = RUNNERS[checker](case.f, x)
+                flagged, inconclusive, evaluations = RUNNERS[checker](case.f, x)
                 outcomes.append(Outcome(checker, case.name, case.kind, case.wrong, case.delta, dtype_name(dtype),
-                                        flagged, evaluations, time.perf_counter() - start))
+                                        flagged, inconclusive, evaluations, time.perf_counter() - start))
     return outcomes
 
 
@@ -126,8 +132,10 @@ def detection_by_delta(outcomes: Sequence[Outcome]):
 
 
 def summary(outcomes: Sequence[Outcome]):
-    """Per checker and dtype: false alarms on correct ops, detections of every mutant, smallest δ caught
-    by all scaled mutants of that δ, evaluations and seconds for the whole suite."""
+    """Per checker and dtype: false alarms on correct ops, detections of every mutant, inconclusive checks
+    (correct ops and mutants), smallest δ caught by all scaled mutants of that δ, evaluations and seconds
+    for the whole suite. The smallest δ is left empty (NaN) for a checker that flags every correct op:
+    flagging everything "catches" every δ, which says nothing."""
     import pandas as pd
 
     rows = []
@@ -138,6 +146,7 @@ def summary(outcomes: Sequence[Outcome]):
             wrong = [o for o in mine if o.wrong]
             deltas = sorted({o.delta for o in mine if o.delta is not None})
             caught = [d for d in deltas if all(o.flagged for o in mine if o.delta == d)]
+            flags_everything = bool(correct) and all(o.flagged for o in correct)
             rows.append({
                 "dtype": dtype,
                 "checker": checker,
@@ -146,7 +155,9 @@ def summary(outcomes: Sequence[Outcome]):
                 "false-alarm rate": sum(o.flagged for o in correct) / len(correct) if correct else float("nan"),
                 "detections": sum(o.flagged for o in wrong),
                 "mutants": len(wrong),
-                "smallest δ always caught": min(caught) if caught else float("nan"),
+                "inconclusive (correct ops)": sum(o.inconclusive for o in correct),
+                "inconclusive (mutants)": sum(o.inconclusive for o in wrong),
+                "smallest δ always caught": min(caught) if caught and not flags_everything else float("nan"),
                 "evaluations of f": sum(o.evaluations for o in mine),
                 "seconds": sum(o.seconds for o in mine),
             })
@@ -162,25 +173,30 @@ def structural(outcomes: Sequence[Outcome]):
 
 
 def detection_plot(outcomes: Sequence[Outcome]):
-    """Detection rate against δ on a log axis, one panel per dtype, one line per checker; false-alarm rate
-    at the right edge of each panel's legend."""
+    """Detection rate against δ on a log axis, one panel per dtype, one line per checker, each with its own
+    marker and a small horizontal offset so that equal rates do not hide each other (gradcheck fast under
+    slow); the legend, with each checker's false-alarm rate, sits below the panels, off the data."""
     import matplotlib.pyplot as plt
 
     table = detection_by_delta(outcomes)
     totals = summary(outcomes).set_index(["dtype", "checker"])
-    dtypes = list(dict.fromkeys(table.columns.get_level_values(0)))
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(5 * len(dtypes), 3.8), sharey=True, squeeze=False)
-    markers = dict(zip(CHECKERS, "osD^"))
+    dtypes = [d for d in dict.fromkeys(o.dtype for o in outcomes) if d in table.columns.get_level_values(0)]
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(5 * len(dtypes), 4.2), sharey=True, squeeze=False)
+    styles = dict(zip(CHECKERS, (("o", "-", 8), ("s", "--", 5), ("D", ":", 5), ("^", "-", 6))))
+    offsets = dict(zip(CHECKERS, (0.88, 0.96, 1.04, 1.12)))  # factors on the log axis: side by side, same δ
     for axis, dtype in zip(axes.flat, dtypes):
         for checker in table[dtype].columns:
-            rate = totals.loc[(dtype, checker), "false-alarm rate"]
-            axis.semilogx(table.index, table[dtype][checker], marker=markers.get(checker, "o"), ms=5,
-                          label=f"{checker} (false alarms {100 * rate:.0f} %)")
+            rates = ", ".join(f"{d} {100 * totals.loc[(d, checker), 'false-alarm rate']:.0f} %" for d in dtypes)
+            marker, line, size = styles.get(checker, ("o", "-", 5))
+            axis.semilogx(table.index * offsets.get(checker, 1.0), table[dtype][checker], marker=marker,
+                          linestyle=line, ms=size, mfc="none" if marker in "oD" else None,
+                          label=f"{checker} (false alarms: {rates})")
         axis.set_title(dtype)
         axis.set_xlabel("relative error δ of the backward")
         axis.set_ylim(-0.05, 1.05)
         axis.grid(True, which="major", alpha=0.3)
-        axis.legend(fontsize=7, loc="lower right")
     axes.flat[0].set_ylabel("fraction of mutants detected")
-    fig.tight_layout()
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     return fig

@@ -56,7 +56,40 @@ def test_per_element_and_kink_reports_are_shown(book_html: Path) -> None:
     assert all(row["dtype"] == "float64" and row["device"] == "cpu" for row in report)
     assert sum(row["verdict"] == "fail" for row in report) == 4  # the diagonal of a 4-element elementwise op
     kink = table_of_class(soup, "kink-report")
-    assert [row["verdict"] for row in kink] == ["kink", "pass", "pass", "pass"]
+    assert [row["verdict"] for row in kink] == ["inconclusive", "pass", "pass", "pass"]
+    assert kink[0]["why"] == "kink"
+
+
+def test_no_wrong_backward_of_the_hard_cases_passes(book_html: Path) -> None:
+    soup = page(book_html, PAGE)
+    rows = table_of_class(soup, "hard-cases")
+    assert len(rows) == 8
+    assert all(row["wrong backward"] in ("fail", "inconclusive") for row in rows)
+    assert all(row["correct backward"] != "fail" for row in rows)
+    text = _text(soup)
+    assert f"Of {len(rows)} wrong backwards, this checker passed 0 ," in text
+
+
+def test_the_float32_constant_in_hardsigmoids_float64_backward_is_shown(book_html: Path) -> None:
+    import re
+
+    import torch
+
+    text = _text(page(book_html, PAGE))
+    found = re.search(r"The float64 gradient is ([0-9.]+) , which is \\\(1/6\\\) rounded to float32 \( ([0-9.]+) \)", text)
+    assert found, "the hardsigmoid finding is not stated"
+    gradient, rounded = float(found.group(1)), float(found.group(2))
+    assert gradient == rounded == float(torch.tensor(1 / 6, dtype=torch.float32)) != 1 / 6
+    assert "gradcheck passes" in text and "This checker says fail" in text
+
+
+def test_the_smallest_delta_is_not_claimed_for_checkers_that_flag_every_correct_op(book_html: Path) -> None:
+    rows = table_of_class(page(book_html, PAGE), "summary-table")
+    for row in rows:
+        if row["false alarms"] == row["correct ops"]:
+            assert row["smallest δ always caught"] == "meaningless: flags every correct op"
+        else:
+            assert float(row["smallest δ always caught"]) > 0
 
 
 def test_records_of_first_and_second_derivative_checks_are_embedded(book_html: Path) -> None:
