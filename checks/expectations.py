@@ -9,6 +9,9 @@ import torch
 
 from .errors import CheckInputError, NaNInputError, ShapeMismatchError
 
+# What an exercise leaves for the reader to fill in (Python's Ellipsis, in code or as text).
+BLANK = "..."
+
 Function = Callable[[torch.Tensor], torch.Tensor]
 
 
@@ -33,6 +36,10 @@ class Expectation:
     related: tuple[object, ...] = ()
 
     def __post_init__(self) -> None:
+        for name in ("function", "f", "gradient", "df", "source"):
+            value = getattr(self, name)
+            if value is Ellipsis or (isinstance(value, str) and value.strip() == BLANK):
+                raise CheckInputError(f"the expectation's {name} is still a blank ({BLANK}): fill it in first")
         for name in ("function", "gradient", "source"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
@@ -50,6 +57,8 @@ class Expectation:
         """df evaluated at x in float64 on the CPU: the reference every device and dtype is held to."""
         reference = reference_input(x)
         value = self.df(reference.clone())  # a df that works in place must not change x
+        if value is Ellipsis:
+            raise CheckInputError(f"df returned {BLANK}, a blank: write the derivative you expect as PyTorch code")
         try:
             expected = torch.as_tensor(value, dtype=torch.float64).detach().cpu()
         except (TypeError, ValueError, RuntimeError):

@@ -59,3 +59,11 @@ def main_text(soup: BeautifulSoup) -> str:
 def visible_code(soup: BeautifulSoup) -> str:
     """The source of every code cell a reader sees (hidden cells are not in the HTML at all)."""
     return "\n".join(cell.get_text() for cell in soup.select("div.cell_input"))
+
+
+def without_exercises(soup: BeautifulSoup) -> BeautifulSoup:
+    """The page without its closing Exercises section: the chapter's own tables and records only."""
+    copy = BeautifulSoup(str(soup), "html.parser")
+    for section in copy.select("section#exercises"):
+        section.decompose()
+    return copy

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .helpers import embedded_records, main_text, page, table_of_class, tables
+from .helpers import embedded_records, main_text, page, table_of_class, tables, without_exercises
 
 
 def test_precision_plot_is_an_image_on_disk_with_alt_text(book_html: Path) -> None:
@@ -29,7 +29,7 @@ def test_precision_table_has_measured_and_theoretical_columns_for_every_dtype(bo
 
 
 def test_finite_difference_chapter_shows_numerical_records_with_their_telemetry(book_html: Path) -> None:
-    soup = page(book_html, "book/finite-differences.html")
+    soup = without_exercises(page(book_html, "book/finite-differences.html"))
     side_by_side, strict = tables(soup)
     numerical = [row for row in side_by_side if row["observed how"].startswith("numerical estimate")]
     assert numerical and any(row["observed how"] == "returned by autograd.grad" for row in side_by_side)
@@ -56,7 +56,7 @@ def test_gradcheck_outcomes_are_tabled_per_dtype_and_match_the_prose(book_html: 
 
 
 def test_decision_guide_runs_both_options_on_the_same_functions(book_html: Path) -> None:
-    soup = page(book_html, "book/decision-guide.html")
+    soup = without_exercises(page(book_html, "book/decision-guide.html"))
     option_a, option_b = tables(soup)
     assert [row["check"] for row in option_a] == [row["check"] for row in option_b]
     assert all(row["error estimate"] == "none" for row in option_a)

@@ -1,0 +1,126 @@
+"""Exercises at the end of every chapter, read from the built site: numbered, each with a folded solution
+whose checks were executed at build time, reached the ledger, and still answer the exercise they follow."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from bs4 import BeautifulSoup, Tag
+
+import checks
+from checks import ledger
+
+from .helpers import embedded_records, page
+from .toc import toc_chapters
+
+CHAPTERS = toc_chapters()
+FIRST = CHAPTERS[0]
+# An input as an exercise states it, in inline code (`x = [1.0, 2.0]`, or by its own name, `beta = [...]`) or
+# in its code (witness(e, 2.0, ...)).
+# A list may nest one level (a batch of rows).
+LITERAL = r"(\[(?:[^\[\]]|\[[^\[\]]*\])*\]|-?\d+(?:\.\d*)?(?:e-?\d+)?)"
+INPUT = re.compile(rf"\b\w+\s*=\s*{LITERAL}")
+
+
+def exercises(soup: BeautifulSoup) -> list[tuple[Tag, Tag]]:
+    """(exercise, solution) pairs in page order; a solution names its exercise by a link to it."""
+    solutions = {}
+    for solution in soup.select("div.solution"):
+        link = solution.select_one(".admonition-title a[href^='#']")
+        assert link is not None, f"a solution without a link to its exercise: {solution.get_text()[:80]}"
+        solutions[link["href"][1:]] = solution
+    pairs = []
+    for exercise in soup.select("div.exercise"):
+        assert exercise.get("id") in solutions, f"exercise {exercise.get('id')} has no solution"
+        pairs.append((exercise, solutions[exercise["id"]]))
+    return pairs
+
+
+def code_cells(block: Tag) -> list[str]:
+    return [cell.get_text() for cell in block.select("div.cell div.cell_input pre")]
+
+
+def stated_inputs(exercise: Tag) -> list[torch.Tensor]:
+    text = " ".join(code.get_text() for code in exercise.find_all("code")) + " ".join(code_cells(exercise))
+    stated = [torch.tensor(ast.literal_eval(found), dtype=torch.float64) for found in INPUT.findall(text)]
+    for call in re.findall(rf"witness\(\w+,\s*{LITERAL}", " ".join(code_cells(exercise))):
+        stated.append(torch.tensor(ast.literal_eval(call), dtype=torch.float64))
+    return stated
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_chapter_ends_with_numbered_exercises_and_folded_solutions(book_html: Path, chapter: str) -> None:
+    soup = page(book_html, f"{chapter}.html")
+    sections = soup.select("main section")
+    last = [section for section in sections if section.find_parent("section") is not None and
+            section.find_parent("section").find_parent("section") is None][-1]
+    assert last.find("h2").get_text(strip=True).rstrip("#") == "Exercises", f"{chapter}: last section is not Exercises"
+    pairs = exercises(soup)
+    assert len(pairs) >= 2, f"{chapter}: {len(pairs)} exercise(s)"
+    for number, (exercise, solution) in enumerate(pairs, start=1):
+        assert exercise.find_parent("section") is last and solution.find_parent("section") is last
+        title = exercise.select_one(".admonition-title").get_text(" ", strip=True)
+        assert re.fullmatch(r"Exercise \d+", title), title
+        assert solution.select_one(".admonition-title").get_text(" ", strip=True) == f"Solution to {title}"
+        assert "dropdown" in solution["class"], f"{chapter}: the solution to {title} is not folded"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_solutions_are_executed_and_reach_the_ledger(book_html: Path, chapter: str) -> None:
+    in_ledger = {(item["page"], item["anchor"]) for item in ledger.load(book_html)}
+    for exercise, solution in exercises(page(book_html, f"{chapter}.html")):
+        records = embedded_records(solution)
+        title = exercise.select_one(".admonition-title").get_text(strip=True)
+        assert records, f"{chapter}, {title}: the solution shows no executed check"
+        assert all(record["executed"] for record in records)
+        missing = [record["check"] for record in records if (f"{chapter}.html", record["id"]) not in in_ledger]
+        assert not missing, f"{chapter}, {title}: solution checks missing from the ledger: {missing}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_each_solution_checks_the_function_and_input_its_exercise_names(book_html: Path, chapter: str) -> None:
+    for exercise, solution in exercises(page(book_html, f"{chapter}.html")):
+        title = exercise.select_one(".admonition-title").get_text(strip=True)
+        named = {code.get_text() for code in exercise.find_all("code")}
+        named |= set(re.findall(r'function="([^"]+)"', " ".join(code_cells(exercise))))
+        inputs = stated_inputs(exercise)
+        for record in embedded_records(solution):
+            assert record["function"] in named, f"{chapter}, {title}: solution checks {record['function']!r}, the exercise names {sorted(named)}"
+            x = torch.tensor(record["x"], dtype=torch.float64)
+            # A record keeps its input as its dtype holds it (0.1 in float16 is 0.0999755859375).
+            rounded = [stated.to(getattr(torch, record["dtype"])).double() for stated in inputs]
+            assert any(x.shape == stated.shape and torch.equal(x, stated) for stated in rounded), \
+                f"{chapter}, {title}: solution checks x={record['x']}, not an input the exercise states"
+
+
+def test_the_first_chapter_lets_the_reader_fill_in_a_blank_and_be_judged(book_html: Path) -> None:
+    pairs = [(exercise, solution) for exercise, solution in exercises(page(book_html, f"{FIRST}.html"))
+             if any("..." in code for code in code_cells(exercise))]
+    assert pairs, f"{FIRST}: no exercise leaves a blank (...) to fill in"
+    exercise, solution = pairs[0]
+    blank = code_cells(exercise)[0]
+    # The solution is the exercise's own cell with every blank filled in, and nothing else changed.
+    pattern = "".join("(.+?)" if part == "..." else re.escape(part) for part in re.split(r"(\.\.\.)", blank))
+    filled = re.fullmatch(pattern, code_cells(solution)[0], re.DOTALL)
+    assert filled, f"the solution's first cell is not the exercise's cell filled in:\n{blank}\n---\n{code_cells(solution)[0]}"
+    assert all(answer.strip() not in ("", "...") for answer in filled.groups())
+    # Run as printed, blanks and all, checks says what is missing instead of failing somewhere inside.
+    with pytest.raises(checks.CheckInputError, match=r"blank"):
+        exec(compile(blank, "exercise", "exec"), {"torch": torch, "checks": checks})
+    # The solution shows both outcomes a reader can meet: a pass, and the book's failure record.
+    outcomes = {ledger.entry(checks.Record.from_dict(record), chapter="", page="")["outcome"]
+                for record in embedded_records(solution)}
+    assert {"pass", "expected failure"} <= outcomes
+    assert solution.select(".checks-failure"), "the solution shows no failure record"
+
+
+def test_a_blank_left_in_an_expectation_is_named() -> None:
+    with pytest.raises(checks.CheckInputError, match=r"gradient is still a blank"):
+        checks.Expectation("x*x", lambda x: x * x, ..., lambda x: 2 * x, "power rule")
+    with pytest.raises(checks.CheckInputError, match=r"df returned \.\.\., a blank"):
+        checks.witness(checks.Expectation("x*x", lambda x: x * x, "2*x", lambda x: ..., "power rule"), 3.0,
+                       lambda x: x)
