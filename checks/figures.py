@@ -8,9 +8,13 @@ tests can measure the text's rendered size on the page.
 
 from __future__ import annotations
 
+import math
+
 import matplotlib as mpl
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.text import Text
+from matplotlib.ticker import FuncFormatter, LogLocator
 
 TEXT_SIZE_KEY = "checks-smallest-text"
 # On a 390 px phone the text column is about 342 px wide and a caption's text 16 px. A panel 3.6 in wide at
@@ -29,6 +33,16 @@ STYLE = {
     "legend.fontsize": 13,
     "legend.loc": "best",
 }
+
+
+def log_ticks(axis: Axes, which: str = "xy", ticks: int = 5) -> None:
+    """At most `ticks` decades labelled on each log axis named in `which`, written 1e-8 rather than 10⁻⁸:
+    matplotlib's superscript exponent is set at 70 % of the tick size, under the caption's on a phone."""
+    label = FuncFormatter(lambda value, _: f"1e{round(math.log10(value))}" if value > 0 else "")
+    for name in which:
+        ruler = axis.xaxis if name == "x" else axis.yaxis
+        ruler.set_major_locator(LogLocator(base=10, numticks=ticks))
+        ruler.set_major_formatter(label)
 
 
 def smallest_text_points(figure: Figure) -> float:

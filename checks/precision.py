@@ -117,15 +117,15 @@ def error_plot(sweeps: Sequence[Sweep], derivatives: tuple[float, float, float, 
     """
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
-    from matplotlib.ticker import LogLocator
+
+    from .figures import STYLE, log_ticks
 
     dtypes = list(dict.fromkeys(s.dtype for s in sweeps))
-    # 3.6 inches wide with 12 pt text: on a 390 px phone the figure is shown at about its natural size, so
-    # its text is as large as the caption's (16 px); on a wide screen it keeps that size.
-    legend_height = 2.2
-    with plt.rc_context({"font.size": 12, "axes.titlesize": 12, "legend.fontsize": 12}):
-        fig, axes = plt.subplots(len(dtypes), 1, figsize=(3.6, 2.9 * len(dtypes) + legend_height),
-                                 squeeze=False)
+    width, height = STYLE["figure.figsize"]
+    # The phone style, one panel per row; the legend goes above the panels (constrained layout makes room
+    # for it), where no entry covers a point.
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(len(dtypes), 1, figsize=(width, height * len(dtypes) + 2.4), squeeze=False)
         handles: dict[str, Line2D] = {}
         for axis, dtype in zip(axes[:, 0], dtypes):
             eps = machine_epsilon(to_dtype(dtype))
@@ -152,8 +152,7 @@ def error_plot(sweeps: Sequence[Sweep], derivatives: tuple[float, float, float, 
                 step, error = item.chosen
                 axis.loglog([step], [error if error > 0 else bottom], "*", ms=14, color=colour, mec="black")
             axis.set_ylim(bottom=bottom)
-            axis.xaxis.set_major_locator(LogLocator(base=10, numticks=5))
-            axis.yaxis.set_major_locator(LogLocator(base=10, numticks=5))
+            log_ticks(axis)
             axis.set_title(f"{dtype} (ε = {eps:.2g})")
             axis.set_xlabel("step h")
             axis.set_ylabel("|estimate − f′(x)|")
@@ -165,10 +164,7 @@ def error_plot(sweeps: Sequence[Sweep], derivatives: tuple[float, float, float, 
             "model's error at that step": Line2D([], [], ls="--", **grey),
             "default step (chosen)": Line2D([], [], marker="*", ls="", mec="black", ms=12, **grey),
         })
-        # Above the panels, so that no entry covers a point.
-        fig.legend(handles.values(), handles.keys(), loc="upper left", ncol=1, frameon=False,
-                   handletextpad=0.4, borderaxespad=0.1)
-        fig.tight_layout(rect=(0, 0, 1, 1 - legend_height / fig.get_figheight()))
+        fig.legend(handles.values(), handles.keys(), loc="outside upper left", frameon=False, handletextpad=0.4)
     return fig
 
 

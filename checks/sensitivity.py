@@ -173,30 +173,37 @@ def structural(outcomes: Sequence[Outcome]):
 
 
 def detection_plot(outcomes: Sequence[Outcome]):
-    """Detection rate against δ on a log axis, one panel per dtype, one line per checker, each with its own
-    marker and a small horizontal offset so that equal rates do not hide each other (gradcheck fast under
-    slow); the legend, with each checker's false-alarm rate, sits below the panels, off the data."""
+    """Detection rate against δ on a log axis, one panel per dtype (one above the other, for a phone), one
+    line per checker, each with its own marker and a small horizontal offset so that equal rates do not hide
+    each other (gradcheck fast under slow); the legend, with each checker's false-alarm rate per dtype, sits
+    below the panels, off the data."""
     import matplotlib.pyplot as plt
+
+    from .figures import STYLE, log_ticks
 
     table = detection_by_delta(outcomes)
     totals = summary(outcomes).set_index(["dtype", "checker"])
     dtypes = [d for d in dict.fromkeys(o.dtype for o in outcomes) if d in table.columns.get_level_values(0)]
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(5 * len(dtypes), 4.2), sharey=True, squeeze=False)
     styles = dict(zip(CHECKERS, (("o", "-", 8), ("s", "--", 5), ("D", ":", 5), ("^", "-", 6))))
     offsets = dict(zip(CHECKERS, (0.88, 0.96, 1.04, 1.12)))  # factors on the log axis: side by side, same δ
-    for axis, dtype in zip(axes.flat, dtypes):
-        for checker in table[dtype].columns:
-            rates = ", ".join(f"{d} {100 * totals.loc[(d, checker), 'false-alarm rate']:.0f} %" for d in dtypes)
-            marker, line, size = styles.get(checker, ("o", "-", 5))
-            axis.semilogx(table.index * offsets.get(checker, 1.0), table[dtype][checker], marker=marker,
-                          linestyle=line, ms=size, mfc="none" if marker in "oD" else None,
-                          label=f"{checker} (false alarms: {rates})")
-        axis.set_title(dtype)
-        axis.set_xlabel("relative error δ of the backward")
-        axis.set_ylim(-0.05, 1.05)
-        axis.grid(True, which="major", alpha=0.3)
-    axes.flat[0].set_ylabel("fraction of mutants detected")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    width, height = STYLE["figure.figsize"]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(len(dtypes), 1, figsize=(width, height * len(dtypes) + 2.2), sharex=True,
+                                 squeeze=False)
+        for axis, dtype in zip(axes.flat, dtypes):
+            for checker in table[dtype].columns:
+                rates = ", ".join(f"{100 * totals.loc[(d, checker), 'false-alarm rate']:.0f} %" for d in dtypes)
+                marker, line, size = styles.get(checker, ("o", "-", 5))
+                axis.semilogx(table.index * offsets.get(checker, 1.0), table[dtype][checker], marker=marker,
+                              linestyle=line, ms=size, mfc="none" if marker in "oD" else None,
+                              label=f"{checker}: {rates}")
+            axis.set_title(dtype)
+            axis.set_ylabel("fraction detected")
+            axis.set_ylim(-0.05, 1.05)
+            log_ticks(axis, "x")
+            axis.grid(True, which="major", alpha=0.3)
+        axes.flat[-1].set_xlabel("relative error δ of the backward")
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower left", frameon=False, handletextpad=0.4, alignment="left",
+                   title=f"false alarms on correct ops\n({', '.join(dtypes)}):")
     return fig

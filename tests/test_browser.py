@@ -368,8 +368,6 @@ def _smallest_text(book_html: Path, src: str) -> tuple[float, float] | None:
     return None if recorded is None else recorded_text_size(recorded)
 
 
-@pytest.mark.xfail(strict=True, reason="the chapters' figures predate checks.figures (issue-12-chapters and "
-                                       "issue-15 redraw them): remove this mark when every figure passes")
 def test_every_figure_s_text_is_as_large_as_the_caption_on_a_phone(views, book_html: Path) -> None:
     small = {}
     for (name, width, theme), found in views.items():

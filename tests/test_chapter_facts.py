@@ -151,16 +151,24 @@ def test_error_plot_legend_has_every_method_and_draws_small_errors_where_they_ar
 
 
 def test_precision_figure_text_is_caption_size_on_a_phone(book_html: Path, site: str, tab) -> None:
+    from urllib.parse import unquote, urlsplit
+
+    from PIL import Image
+
+    from checks.figures import TEXT_SIZE_KEY, recorded_text_size
+
     tab.set_viewport_size(PHONE)
     _open(tab, book_html, site, "book/precision.html")
     sizes = tab.evaluate("""() => {
         const image = document.querySelector('main figure img');
         const caption = document.querySelector('main figure figcaption');
-        return {natural: image.naturalWidth, shown: image.getBoundingClientRect().width,
+        return {src: image.src, natural: image.naturalWidth, shown: image.getBoundingClientRect().width,
                 right: image.getBoundingClientRect().right, caption: parseFloat(getComputedStyle(caption).fontSize)};
     }""")
-    # The figure's text is 12 pt = 16 px at its natural width; shown at scale shown/natural.
-    assert 16 * sizes["shown"] / sizes["natural"] >= 0.95 * sizes["caption"], sizes
+    # The figure's smallest text, as the PNG records it, shown at scale shown/natural.
+    with Image.open(book_html / unquote(urlsplit(sizes["src"]).path).lstrip("/")) as image:
+        points, dpi = recorded_text_size(image.text[TEXT_SIZE_KEY])
+    assert points * dpi / 72 * sizes["shown"] / sizes["natural"] >= sizes["caption"] - 0.5, (points, dpi, sizes)
     assert sizes["right"] <= PHONE["width"], sizes
 
 
