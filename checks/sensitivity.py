@@ -185,7 +185,8 @@ def detection_plot(outcomes: Sequence[Outcome]):
     totals = summary(outcomes).set_index(["dtype", "checker"])
     dtypes = [d for d in dict.fromkeys(o.dtype for o in outcomes) if d in table.columns.get_level_values(0)]
     styles = dict(zip(CHECKERS, (("o", "-", 8), ("s", "--", 5), ("D", ":", 5), ("^", "-", 6))))
-    offsets = dict(zip(CHECKERS, (0.88, 0.96, 1.04, 1.12)))  # factors on the log axis: side by side, same δ
+    # Factors on the log axis, a fifth of a decade apart: the checkers' markers at one δ sit side by side.
+    offsets = {checker: 10 ** (0.2 * (i - 1.5)) for i, checker in enumerate(CHECKERS)}
     width, height = STYLE["figure.figsize"]
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(len(dtypes), 1, figsize=(width, height * len(dtypes) + 2.2), sharex=True,
