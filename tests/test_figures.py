@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 
 import matplotlib
 
@@ -40,4 +41,17 @@ def test_hidden_and_empty_texts_do_not_count() -> None:
     axes.set_xlabel("label", fontsize=11)
     assert figures.smallest_text_points(figure) <= 11
     assert figures.smallest_text_points(figure) > 3
+    plt.close(figure)
+
+
+def test_log_ticks_write_decades_in_plain_text_at_the_tick_size() -> None:
+    figure, axes = plt.subplots()
+    axes.loglog([1e-16, 1.0], [1e-8, 1e-1])
+    figures.log_ticks(axes)
+    figure.draw_without_rendering()
+    low, high = axes.get_xlim()
+    labels = [label.get_text() for label in axes.get_xticklabels() if low <= label.get_position()[0] <= high]
+    # No mathtext superscript (set smaller than the tick label): the exponent is as large as the digits.
+    assert labels and all(re.fullmatch(r"1e-?\d+", label) for label in labels), labels
+    assert "1e-16" in labels and "1e0" in labels and len(labels) <= 6
     plt.close(figure)
