@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,30 +19,18 @@ import pandas as pd
 
 from .display import HOW_WORDS, cell_text, embed, failure_html, format_value, tolerance_notes
 from .errors import CheckInputError
+from .execute import Results
 from .records import Record
 
 SCRIPT_EXPECTED = "expected (from the analytical derivative)"
 
 
-class ScriptResults(Sequence[Record]):
+class ScriptResults(Results):
     """The executed records of a script's passes; displays as the pass table (records embedded)."""
 
     def __init__(self, records: Sequence[Record], script: str) -> None:
-        self._records = tuple(records)
+        super().__init__(records)
         self._script = script
-
-    def __getitem__(self, index):  # type: ignore[override]
-        return self._records[index]
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    def __iter__(self) -> Iterator[Record]:
-        return iter(self._records)
-
-    @property
-    def passed(self) -> bool:
-        return all(record.passed for record in self._records)
 
     def one(self, **where: object) -> Record:
         """The single record whose fields equal where; what="..." picks a pass by its label."""

@@ -14,7 +14,7 @@ import checks
 from checks.precision import GRADCHECK_DEFAULTS, Sweep, error_plot
 from checks.tolerances import NUMERICAL_SAFETY
 
-from .helpers import embedded_records, main_text, page, table_of_class
+from .helpers import embedded_records, main_text, page, table_of_class, without_exercises
 from .browser import PHONE, _open
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
@@ -58,7 +58,8 @@ def test_finite_difference_tolerance_choices_are_explained_with_measured_numbers
     assert r"\max(1, |f'|)" in text and "derivative scale" in text
     assert number_after(text, "The factor \\(c\\) =") == NUMERICAL_SAFETY
     # The measured ratio of error to the unscaled model, recomputed from the page's records.
-    numerical = [r for r in embedded_records(soup) if r["how"] == "numerical" and not r["expected_failure"]]
+    numerical = [r for r in embedded_records(without_exercises(soup))
+                 if r["how"] == "numerical" and not r["expected_failure"]]
     ratio = max(r["abs_error"] / (r["tolerance"]["atol"] / NUMERICAL_SAFETY) for r in numerical)
     shown = number_after(text, f"(atol divided by {NUMERICAL_SAFETY:g} ) is")
     assert shown == pytest.approx(ratio, rel=0.05) and ratio <= NUMERICAL_SAFETY
