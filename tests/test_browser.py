@@ -410,7 +410,13 @@ def test_the_ledger_s_filter_narrows_its_rows_to_the_outcome_picked(browser, sit
     outcomes = tab.eval_on_selector_all("table.checks-ledger tbody td.checks-verdict", "cells => cells.map(c => c.textContent)")
     assert outcomes == ["expected failure"] * failures, outcomes
     # Sorting by a column reorders the rows: by chapter, ascending.
-    tab.locator("table.checks-ledger thead th", has_text="chapter").click()
+    tab.locator("table.checks-ledger thead th", has_text="chapter").first.click()
+    # DataTables redraws after the click; wait for it (a sort that never happens times out and fails).
+    tab.wait_for_function("""() => {
+        const cells = [...document.querySelectorAll('table.checks-ledger tbody td.checks-chapter')];
+        const names = cells.map(cell => cell.textContent);
+        return names.every((name, i) => i === 0 || names[i - 1].localeCompare(name) <= 0);
+    }""", timeout=10_000)
     chapters = tab.eval_on_selector_all("table.checks-ledger tbody td.checks-chapter", "cells => cells.map(c => c.textContent)")
     assert chapters == sorted(chapters)
     context.close()
