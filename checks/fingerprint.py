@@ -37,8 +37,9 @@ def components() -> dict[str, str]:
     }
 
 
-def digest(parts: dict[str, str]) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+def digest(value: object) -> str:
+    """A hash of a JSON-able value, independent of key order (the fingerprint's parts, a ledger's checks)."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
 
 def fingerprint() -> str:

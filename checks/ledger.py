@@ -27,7 +27,7 @@ from typing import Any
 
 from .display import HOW_WORDS, RECORDS_MIME, cell_text, mismatched_indices, vector_html
 from .errors import CheckInputError
-from .fingerprint import components
+from .fingerprint import components, digest as json_digest
 from .records import PROBLEMS, Record
 
 Entry = dict[str, Any]
@@ -90,7 +90,7 @@ def to_json(entries: Sequence[Entry], build: dict[str, Any] | None = None) -> st
 
 
 def digest(entries: Sequence[Entry]) -> str:
-    return hashlib.sha256(json.dumps(list(entries), sort_keys=True).encode()).hexdigest()
+    return json_digest(list(entries))
 
 
 def digest_of_file(path: Path) -> str | None:

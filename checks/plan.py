@@ -182,17 +182,14 @@ def plan(
             'tolerance="estimate" needs how="numerical" with method="richardson": only Richardson '
             "reports an error estimate to take the tolerance from"
         )
-    names = [dtype_name(real_dtype(d)) for d in choices(dtypes, "dtypes")]
-    choices(names, "dtypes")  # "float64" and torch.float64 are the same dtype twice
-    if isinstance(tolerance, Mapping):
-        _require_tolerance_keys(tolerance, names)
+    names = planned_dtypes(dtypes, tolerance)
     reference = reference_input(x)
     label = label or f"{expectation.function} at x={_short(reference)}"
     # The input each dtype really holds, and the derivative there (computed in float64).
     rounded = {name: reference.to(to_dtype(name)).to(torch.float64) for name in names}
     expected_at = {name: expectation.analytical(rounded[name]) for name in names}
     checks = []
-    for device in resolve_devices(devices if devices is None or not isinstance(devices, str) else [devices]):
+    for device in resolve_devices(devices):
         for name in names:
             point, expected = rounded[name], expected_at[name]
             for item in hows:
@@ -218,6 +215,16 @@ def plan(
         if not check.adaptive:
             _require_discrimination(check)
     return Plan(checks)
+
+
+def planned_dtypes(dtypes: object, tolerance: object) -> list[str]:
+    """The dtypes a plan (or a script) runs in, by name: at least one, each real, none twice; a per-dtype
+    tolerance may name only these."""
+    names = [dtype_name(real_dtype(d)) for d in choices(dtypes, "dtypes")]
+    choices(names, "dtypes")  # "float64" and torch.float64 are the same dtype twice
+    if isinstance(tolerance, Mapping):
+        _require_tolerance_keys(tolerance, names)
+    return names
 
 
 def _require_tolerance_keys(tolerance: Mapping[object, object], names: list[str]) -> None:

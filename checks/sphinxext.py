@@ -51,11 +51,6 @@ PACKAGE = Path(__file__).resolve().parent
 RECORDS_FOLDER = "checks-records"
 
 
-def fingerprint() -> str:
-    """The build's fingerprint (checks.fingerprint): when it changes, every chapter is executed again."""
-    return build_fingerprint.fingerprint()
-
-
 def records_path(doctreedir: str | os.PathLike[str], docname: str) -> Path:
     """The file a chapter's kernel appends its executed records to: one per chapter and build folder."""
     return Path(doctreedir) / RECORDS_FOLDER / f"{quote(docname, safe='')}.jsonl"
@@ -69,7 +64,8 @@ def kernel_environment(app: Sphinx, docname: str) -> dict[str, str]:
 def _set_fingerprint(app: Sphinx, config: Config) -> None:
     # The ledger is stamped with what the chapters ran with: taken now, not when the build ends.
     app.checks_fingerprint = build_fingerprint.components()
-    config.checks_fingerprint = fingerprint()
+    # When it changes, every chapter is executed again (rebuild="env"); hashed from the parts just taken.
+    config.checks_fingerprint = build_fingerprint.digest(app.checks_fingerprint)
 
 
 def _add_static(app: Sphinx) -> None:

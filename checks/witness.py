@@ -30,16 +30,16 @@ import torch
 from .compare import compare
 from .devices import device_name, resolve_devices
 from .display import format_value
-from .dtypes import dtype_name, real_dtype, to_dtype
+from .dtypes import to_dtype
 from .environment import environment
 from .errors import CheckInputError, ShapeMismatchError
 from .execute import Results
 from .expectations import Expectation, reference_input
-from .plan import Plan, PlannedCheck, _require_tolerance_keys, _tolerance_for, plan, source_code, source_of
+from .plan import Plan, PlannedCheck, _tolerance_for, plan, planned_dtypes, source_code, source_of
 from .records import PROVENANCES, Provenance, Record
 from .tables import ScriptResults
 from .tolerances import Tolerance
-from .validate import choices, flag, integer, text
+from .validate import flag, integer, text
 
 Code = Callable[[torch.Tensor], object]
 
@@ -350,10 +350,7 @@ def run_script(
         raise CheckInputError("run_script needs an expectation, or function= and source= saying what is derived and how")
     if expectation is not None and not isinstance(expectation, Expectation):
         raise CheckInputError("expectation must be a checks.Expectation written first")
-    names = [dtype_name(real_dtype(d)) for d in choices(dtypes, "dtypes")]
-    choices(names, "dtypes")  # "float64" and torch.float64 are the same dtype twice
-    if isinstance(tolerance, Mapping):
-        _require_tolerance_keys(tolerance, names)
+    names = planned_dtypes(dtypes, tolerance)
     integer(seed, "seed")
     flag(requires_grad, "requires_grad")
     if name is not None:
@@ -361,7 +358,7 @@ def run_script(
     reference = reference_input(x)
     label = name or _name(script)
     records: list[Record] = []
-    for device in resolve_devices(devices if devices is None or not isinstance(devices, str) else [devices]):
+    for device in resolve_devices(devices):
         for dtype in names:
             torch.manual_seed(seed)
             value = reference.to(to_dtype(dtype)).to(device).detach().clone().requires_grad_(requires_grad)

@@ -125,10 +125,10 @@ def test_fingerprint_follows_the_package_source(tmp_path: Path, monkeypatch: pyt
     package.mkdir()
     (package / "a.py").write_text("x = 1\n")
     monkeypatch.setattr(checks.fingerprint, "PACKAGE", package)
-    before = checks.sphinxext.fingerprint()
-    assert checks.sphinxext.fingerprint() == before
+    before = checks.fingerprint.fingerprint()
+    assert checks.fingerprint.fingerprint() == before
     (package / "a.py").write_text("x = 2\n")
-    assert checks.sphinxext.fingerprint() != before
+    assert checks.fingerprint.fingerprint() != before
 
 
 @pytest.mark.parametrize(("module", "attribute"), [("torch", "__version__"), ("numpy", "__version__"),
@@ -136,11 +136,11 @@ def test_fingerprint_follows_the_package_source(tmp_path: Path, monkeypatch: pyt
 def test_fingerprint_follows_the_versions_that_decide_the_numbers(
     module: str, attribute: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = checks.sphinxext.fingerprint()
+    before = checks.fingerprint.fingerprint()
     target = getattr(checks.fingerprint, module)
     replacement = (lambda: "0.0.0") if attribute == "python_version" else "0.0.0"
     monkeypatch.setattr(target, attribute, replacement)
-    assert checks.sphinxext.fingerprint() != before
+    assert checks.fingerprint.fingerprint() != before
     assert "0.0.0" in checks.fingerprint.components().values()
 
 
