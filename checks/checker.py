@@ -9,7 +9,7 @@ element makes it inconclusive):
 - inconclusive: the evidence cannot settle it. The report says why and what would settle it:
   "kink" (f is not differentiable at x, or a kink lies inside the stencil: check at another point),
   "domain" (f is not finite at x ± h for every step tried: x is on the edge of f's domain),
-  "unstable" (a mismatch that a window at steps eight times smaller contradicts: f has structure at the
+  "unstable" (a mismatch that the finest window able to resolve it contradicts: f has structure at the
   scale of the step, a staircase or an oscillation),
   "imprecise" (the estimate's own uncertainty is above RESOLUTION at every step: float64, or another point).
 
@@ -17,7 +17,9 @@ The allowance of element (i, j):
 
     allowed = safety · (error + ε·scale_i/h + ε·max(|J| in row i and column j) + tiny)
 
-- error: the Richardson tableau's own error estimate (Ridders'): the change the last extrapolation made.
+- error: how much the window's extrapolated value T22 differs from those of the windows one step coarser
+  and one finer (the larger change; as numdifftools estimates it). Ridders' error, the change the last
+  extrapolation made, measures the once-extrapolated value instead, far above T22's own error.
 - ε·scale_i/h: rounding of the evaluations of f_i (scale_i = |f_i(x)| + Σ_k |J_ik|·|x_k|, the size of
   what f_i is computed from), divided by the finest step of the tableau.
 - ε·max(|J| in row, column): autograd's own rounding; an entry computed as 1e-17 where f does not
@@ -81,7 +83,7 @@ REASONS = {
             "within h of it; check at another point",
     "domain": "f is not finite at x ± h for every step tried: x is on the edge of f's domain; check at an "
               "interior point",
-    "unstable": "estimates at steps eight times apart disagree: f varies on a scale near the step (a "
+    "unstable": "estimates at coarse and fine steps disagree: f varies on a scale near the step (a "
                 "staircase such as round, or a fast oscillation); check at another point",
     "imprecise": "the estimate's uncertainty stays above {resolution:g} of the entry's scale at every step "
                  "tried; {remedy}",
@@ -332,7 +334,7 @@ def check_jacobian(
                   transform f (an autograd.Function without setup_context/vmap support, or without jvp
                   for forward mode) the check falls back to torch.autograd.functional.jacobian in reverse
                   mode, and the report's note says why
-    step       -- the relative start step h0 (default ε^(1/5)); smaller steps follow where needed
+    step       -- the relative start step h0 (default ε^(1/7)); smaller steps follow where needed
     safety     -- the allowance factor over the uncertainty
     resolution -- an element is judged only when its allowance is at most this fraction of its scale
     kinks      -- run the one-sided kink test (from the same evaluations: no extra cost)
@@ -374,21 +376,22 @@ def check_jacobian(
     require_memory(x, "richardson")
     jacobian, used, note = _autograd_jacobian(g, x, mode)
     eps, tiny = machine_epsilon(x.dtype), float(torch.finfo(x.dtype).tiny)
-    # ε^(1/5), two levels' optimum: the start step the search, its mutant suite and the operator database
-    # were measured with; smaller steps follow where an element needs them.
-    h0 = default_step("richardson", x.dtype, 2).h0 if step is None else _relative_step(step)
+    # ε^(1/7), the optimum of a window of three steps (T22, truncation of order h⁶); smaller steps follow
+    # where an element needs them.
+    h0 = default_step("richardson", x.dtype, 3).h0 if step is None else _relative_step(step)
     evaluate = _Evaluator(g, x, None, scalar=False)
     search = _Search(evaluate, x, value, h0, eps, tiny, safety, resolution)
     search.run()
     numerical, error, allowed, steps, converged = search.result()
     allowed = allowed + _autograd_floor(jacobian, numerical, eps, safety)
     # A failure must survive smaller steps: a staircase (round) or a fast oscillation can fool one window
-    # into converging to a slope f does not have. Columns with a mismatch get smaller steps (at least one
-    # more window, eight times smaller); where the chosen and the finest window disagree, neither is believed.
-    suspect = (((jacobian - numerical).abs() > allowed) & torch.isfinite(numerical)).any(0)
+    # into converging to a slope f does not have. Columns with a mismatch get every smaller step that could
+    # still resolve it; where the chosen and the finest window disagree, neither is believed.
+    suspect_elements = ((jacobian - numerical).abs() > allowed) & torch.isfinite(numerical)
+    suspect = suspect_elements.any(0)
     unstable = torch.zeros_like(converged)
     if suspect.any():
-        search.confirm(suspect.nonzero().reshape(-1))
+        search.confirm(torch.where(suspect_elements, (jacobian - numerical).abs(), torch.zeros_like(jacobian)))
         numerical, error, allowed, steps, converged = search.result()
         allowed = allowed + _autograd_floor(jacobian, numerical, eps, safety)
         finest, finest_allowed = search.finest()
@@ -405,7 +408,7 @@ def check_jacobian(
     evaluations = evaluate.count + 2  # plus f(x) above and autograd's own forward
     return CheckReport(
         autograd=jacobian, numerical=numerical, error=error, allowed=allowed, steps=steps,
-        levels=search.levels.clone(), kink=kink, domain=domain, unstable=unstable & ~domain,
+        levels=search.tried.clone(), kink=kink, domain=domain, unstable=unstable & ~domain,
         converged=converged & ~domain,
         mode=used, requested=mode, note=note, dtype=dtype_name(x.dtype), device=x.device.type,
         arguments=arguments, output_shape=output_shape, evaluations=evaluations,
@@ -432,7 +435,8 @@ class _Search:
         # the kink test reads it from the same evaluations.
         self.gaps = torch.full((3, n, m), float("nan"), dtype=torch.float64)
         self.h = torch.full((3, n), float("nan"), dtype=torch.float64)
-        self.levels = torch.zeros(n, dtype=torch.int64)
+        self.levels = torch.zeros(n, dtype=torch.int64)  # per column, one past its finest level
+        self.tried = torch.zeros(n, dtype=torch.int64)  # per column, how many steps were evaluated
         self.active = torch.ones(n, dtype=torch.bool)
         self.depth = 0  # levels computed for at least one column
         self._chosen: tuple | None = None  # the choice for the current depth (recomputed after each level)
@@ -475,6 +479,7 @@ class _Search:
             self.gaps[level, used] = ((plus + minus - 2 * self.value.to(plus.device)).abs() / h64.unsqueeze(1)).cpu()
             self.h[level, used] = h64
             self.levels[used] = level + 1
+            self.tried[used] += 1
             self.depth, self._chosen = max(self.depth, level + 1), None
 
     def _grow(self, depth: int) -> None:
@@ -491,12 +496,16 @@ class _Search:
         d, h = self.differences[:self.depth], self.h[:self.depth].unsqueeze(2) ** 2
         first = (h[:-1] * d[1:] - h[1:] * d[:-1]) / (h[:-1] - h[1:])
         best = (h[:-2] * first[1:] - h[2:] * first[:-1]) / (h[:-2] - h[2:])
-        error = torch.maximum((best - first[1:]).abs(), (best - first[:-1]).abs())
-        # Three noisy levels can agree by chance (f's rounding quantizes differences at tiny steps, and more
-        # so where f is ill-conditioned): a window is only as sure as its neighbours, one step either side.
-        known = error.nan_to_num(0.0)
-        padded = torch.nn.functional.pad(known, (0, 0, 0, 0, 1, 1))
-        error = torch.maximum(error, torch.maximum(padded[:-2], padded[2:]))
+        # Ridders' error, the change the last extrapolation made, is the error of the once-extrapolated
+        # value (order h⁴), far above that of T22 (order h⁶) where truncation dominates. The change to the
+        # neighbouring windows' T22, one step coarser and one finer, measures T22's own error (as
+        # numdifftools does). Taking the larger change, on either side, spans five steps: noisy windows
+        # rarely agree with both neighbours by chance. A window with no finite neighbour keeps Ridders'.
+        ridders = torch.maximum((best - first[1:]).abs(), (best - first[:-1]).abs())
+        change = (best[1:] - best[:-1]).abs()
+        padded = torch.nn.functional.pad(change, (0, 0, 0, 0, 1, 1), value=float("nan"))
+        neighbours = torch.stack([padded[:-1], padded[1:]])
+        error = torch.where(torch.isfinite(neighbours).any(0), neighbours.nan_to_num(0.0).amax(0), ridders)
         return best, error, self.h[2:self.depth].unsqueeze(2)
 
     def scale(self) -> torch.Tensor:
@@ -575,27 +584,25 @@ class _Search:
         return value.T.contiguous(), error.T.contiguous(), allowed.T.contiguous(), finest.T.contiguous(), \
             judged.T.contiguous()
 
-    def confirm(self, columns: torch.Tensor) -> None:
-        """Smaller steps for the given columns: at least one more window (steps 8× smaller), then more until
-        the finest window is judged or rounding alone exceeds what it could resolve."""
-        start = self.levels.clone()
-        active = torch.zeros_like(self.active)
-        active[columns] = True
-        while active.any():
-            group = active.nonzero().reshape(-1)
-            for depth in self.levels[group].unique().tolist():
-                if depth >= self.max_levels:
-                    active[group[self.levels[group] == depth]] = False
-                    continue
-                self._levels((depth,), group[self.levels[group] == depth])
-            value, uncertainty = self.finest()
-            judged = self._judged(value.T, uncertainty.T / self.safety).all(1)
-            scale = self.scale().reshape(1, -1)
-            last = (self.levels - 1).clamp_min(0).unsqueeze(0)
-            finest_h = self.h[:self.depth].gather(0, last).squeeze(0).abs()  # the finest step of each column
-            hopeless = (self.eps * scale / finest_h.unsqueeze(1) > uncertainty.T / self.safety).all(1)
-            active &= (self.levels - start < 3) | ~(judged | hopeless)
-            active &= self.levels < self.max_levels
+    def confirm(self, mismatch: torch.Tensor) -> None:
+        """Smaller steps for the columns with a mismatch (m, n), in one batch: the next window, and the
+        finest whose rounding could still resolve the mismatch (where safety × rounding reaches it, at most
+        the floor ε^(3/4)). A staircase
+        whose stair fits the coarse steps exactly (round, at steps 2^-k apart) looks smooth there and flat
+        below the stair: the finest window must see the same slope."""
+        columns = (mismatch > 0).any(0).nonzero().reshape(-1)
+        scale = self.scale().reshape(-1, 1)  # (m, 1)
+        # The smallest step at which the rounding allowance stays below the mismatch, per column.
+        witness = torch.where(mismatch > 0, self.safety * self.eps * scale / mismatch.clamp_min(self.tiny),
+                              torch.full_like(mismatch, float("inf"))).amin(0)
+        for depth in self.levels[columns].unique().tolist():
+            group = columns[self.levels[columns] == depth]
+            start = self.h0 * self.size[group]
+            deepest = torch.log2(start / witness[group]).floor().clamp_max(self.max_levels - 1)
+            last = min(max(int(deepest.max()), depth + 2), self.max_levels - 1)
+            # The next window and the finest that can still witness: steps in between add nothing the
+            # finest does not show.
+            self._levels(tuple(sorted({depth, depth + 1, depth + 2, last - 2, last - 1, last})), group)
 
     def finest(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Per element, the value and allowance (safety × uncertainty) of its column's finest window, (m, n)."""

@@ -92,7 +92,7 @@ def test_the_per_element_report_has_both_values_the_error_estimate_and_a_verdict
     assert all(e.verdict == "pass" for e in elements if e.output != e.input)
     frame = report.frame()
     assert {"autograd", "numerical", "error estimate", "allowed", "verdict", "why", "dtype", "device"} <= set(frame.columns)
-    # A mismatch is confirmed by a window at steps 8× smaller (three more steps). 2 evaluations per step and
+    # A mismatch is confirmed by the next window and the finest that can still resolve it. 2 evaluations per step and
     # column, f(x) and autograd's forward; the kink test reads the same evaluations.
     assert all(levels >= 6 for levels in report.levels.tolist())
     assert report.evaluations == 2 * int(report.levels.sum()) + 2
