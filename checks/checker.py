@@ -31,7 +31,8 @@ each window of three consecutive steps extrapolated, and per element the window 
 (error + rounding) is smallest relative to its value wins. Columns whose elements are not yet judged (the tableau has not
 converged, or a stencil point left f's domain, or the estimate is less precise than ε^(2/3) of the entry's
 scale and still improving) get smaller steps, down to ε^(3/4)·max(|x_j|, 1) or until rounding at the step
-alone exceeds the best uncertainty found; a smooth f is settled at the first three steps.
+alone exceeds the best uncertainty found; a smooth f is settled by the first four steps (two windows, each
+judged against the other), evaluated in one batch.
 
 A kink (relu or abs at 0, a clamp's bound) makes both numbers meaningless: one-sided differences D+ and D-
 disagree by the jump in slope at every step, whereas for a smooth f their gap h·f'' halves with the step.
@@ -52,6 +53,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 import torch
 
 from .dtypes import dtype_name
@@ -77,6 +79,8 @@ RESOLUTION = 1e-2
 KINK_RATIO = 0.75
 # A gap must exceed this many times the rounding noise of a one-sided difference (2ε|f|/h) to count.
 KINK_NOISE = 100.0
+# The steps evaluated first, in one batch: the two windows a smooth f needs (each judged against the other).
+FIRST_LEVELS = 4
 
 REASONS = {
     "kink": "one-sided differences disagree at every step: f is not differentiable at x, or a kink lies "
@@ -386,7 +390,7 @@ def check_jacobian(
     allowed = allowed + _autograd_floor(jacobian, numerical, eps, safety)
     # A failure must survive smaller steps: a staircase (round) or a fast oscillation can fool one window
     # into converging to a slope f does not have. Columns with a mismatch get every smaller step that could
-    # still resolve it; where the chosen and the finest window disagree, neither is believed.
+    # still resolve it; where the chosen and that finest (witness) window disagree, neither is believed.
     suspect_elements = ((jacobian - numerical).abs() > allowed) & torch.isfinite(numerical)
     suspect = suspect_elements.any(0)
     unstable = torch.zeros_like(converged)
@@ -402,13 +406,13 @@ def check_jacobian(
     if kinks:
         kink = search.kinks(search.chosen_window())
         if suspect.any():
-            # A jump closer to x than the chosen steps (round near its boundary) shows at the finest steps.
+            # A jump closer to x than the chosen steps (round near its boundary) shows at the witness steps.
             kink |= search.kinks(search.finest_window()) & suspect.unsqueeze(0)
         kink &= ~domain
     evaluations = evaluate.count + 2  # plus f(x) above and autograd's own forward
     return CheckReport(
         autograd=jacobian, numerical=numerical, error=error, allowed=allowed, steps=steps,
-        levels=search.tried.clone(), kink=kink, domain=domain, unstable=unstable & ~domain,
+        levels=torch.from_numpy(search.tried.copy()), kink=kink, domain=domain, unstable=unstable & ~domain,
         converged=converged & ~domain,
         mode=used, requested=mode, note=note, dtype=dtype_name(x.dtype), device=x.device.type,
         arguments=arguments, output_shape=output_shape, evaluations=evaluations,
@@ -417,83 +421,86 @@ def check_jacobian(
 
 
 class _Search:
-    """The adaptive step search: central differences at h0·max(|x|, 1)·2^-k, column by column."""
+    """The adaptive step search: central differences at h0·max(|x|, 1)·2^-k, column by column.
+
+    Its bookkeeping is numpy float64 on the CPU: the tables are small, and each torch operation on them would
+    cost more in dispatch than in arithmetic; f is evaluated in torch, on x's device, in x's dtype.
+    """
 
     def __init__(self, evaluate: _Evaluator, x: torch.Tensor, value: torch.Tensor, h0: float, eps: float,
                  tiny: float, safety: float, resolution: float) -> None:
-        self.evaluate, self.x, self.eps, self.tiny = evaluate, x, eps, tiny
+        self.evaluate, self.x, self.eps, self.tiny = evaluate, x.detach().reshape(-1), eps, tiny
         self.safety, self.resolution = safety, resolution
-        self.value = value.detach().to(torch.float64).reshape(-1).cpu()
-        n, m = x.numel(), self.value.numel()
-        self.size = torch.clamp(x.detach().abs().to(torch.float64).cpu(), min=1.0)
+        self.value = value.detach().to(torch.float64).reshape(-1).cpu().numpy()
+        self.magnitude = np.abs(self.x.to(torch.float64).cpu().numpy())
+        n, m = self.x.numel(), self.value.size
+        self.size = np.maximum(self.magnitude, 1.0)
         self.h0 = h0
         floor = eps ** 0.75
-        self.max_levels = max(3, math.ceil(math.log2(h0 / floor)) + 1)
-        # Rows per level, grown as deeper levels are needed (most columns stop at the third).
-        self.differences = torch.full((3, n, m), float("nan"), dtype=torch.float64)
-        # |f(x + h) + f(x - h) - 2 f(x)| / h = |D+ - D-|, the gap between one-sided differences, per level:
-        # the kink test reads it from the same evaluations.
-        self.gaps = torch.full((3, n, m), float("nan"), dtype=torch.float64)
-        self.h = torch.full((3, n), float("nan"), dtype=torch.float64)
-        self.levels = torch.zeros(n, dtype=torch.int64)  # per column, one past its finest level
-        self.tried = torch.zeros(n, dtype=torch.int64)  # per column, how many steps were evaluated
-        self.active = torch.ones(n, dtype=torch.bool)
+        self.max_levels = max(FIRST_LEVELS, math.ceil(math.log2(h0 / floor)) + 1)
+        # Per level (NaN where not computed): the central differences (level, n, m); the gap between
+        # one-sided differences |f(x + h) + f(x - h) - 2 f(x)| / h = |D+ - D-|, which the kink test reads
+        # from the same evaluations; the step (level, n).
+        self.differences = np.full((FIRST_LEVELS, n, m), np.nan)
+        self.gaps = np.full((FIRST_LEVELS, n, m), np.nan)
+        self.h = np.full((FIRST_LEVELS, n), np.nan)
+        self.levels = np.zeros(n, dtype=np.int64)  # per column, one past its finest level
+        self.tried = np.zeros(n, dtype=np.int64)  # per column, how many steps were evaluated
+        self.active = np.ones(n, dtype=bool)
+        self.witness = np.full(n, -1, dtype=np.int64)  # per column, the window confirm() checks against
         self.depth = 0  # levels computed for at least one column
         self._chosen: tuple | None = None  # the choice for the current depth (recomputed after each level)
 
     def run(self) -> None:
-        self._levels((0, 1, 2), self.active.nonzero().reshape(-1))  # one batch: the three steps of a smooth f
-        self._stop_judged_columns(2)
-        for level in range(3, self.max_levels):
-            columns = self.active.nonzero().reshape(-1)
-            if columns.numel() == 0:
+        # One batch: the steps a smooth f needs (two windows, each judged against the other).
+        self._levels(tuple(range(FIRST_LEVELS)), np.flatnonzero(self.active))
+        self._stop_judged_columns(FIRST_LEVELS - 1)
+        for level in range(FIRST_LEVELS, self.max_levels):
+            columns = np.flatnonzero(self.active)
+            if columns.size == 0:
                 break
             self._levels((level,), columns)
             self._stop_judged_columns(level)
 
-    def _levels(self, levels: tuple[int, ...], columns: torch.Tensor) -> None:
+    def _levels(self, levels: tuple[int, ...], columns: np.ndarray) -> None:
         """Central differences at the given levels for the given columns, evaluated as one batch."""
-        x = self.x.reshape(-1)
-        points, done = [], []
-        for level in levels:
-            wanted = (self.h0 * 2.0 ** -level * self.size[columns]).to(x.dtype).to(x.device)
-            h = (x[columns.to(x.device)] + wanted) - x[columns.to(x.device)]
-            usable = (h != 0).cpu()
-            self.active[columns[~usable]] = False  # the step has rounded to zero: no smaller step exists
-            if not usable.any():
-                continue
-            bump = torch.zeros(int(usable.sum()), x.numel(), dtype=x.dtype, device=x.device)
-            bump[torch.arange(bump.shape[0]), columns[usable].to(x.device)] = h[usable.to(h.device)]
-            points += [x + bump, x - bump]
-            done.append((level, columns[usable], h[usable.to(h.device)].to(torch.float64).cpu()))
-        if not points:
+        x = self.x
+        index = torch.as_tensor(np.tile(columns, len(levels)), device=x.device)
+        wanted = torch.as_tensor(np.concatenate([self.h0 * 2.0 ** -level * self.size[columns] for level in levels]),
+                                 dtype=x.dtype, device=x.device)
+        h = ((x[index] + wanted) - x[index]).to(torch.float64).cpu().numpy()  # the steps x really receives
+        level_of = np.repeat(np.asarray(levels), columns.size)
+        usable = h != 0
+        self.active[index.cpu().numpy()[~usable]] = False  # the step rounded to zero: no smaller step exists
+        if not usable.any():
             return
-        values = self.evaluate(torch.cat(points))
-        self._grow(max(level for level, _, _ in done) + 1)
-        start = 0
-        for level, used, h64 in done:
-            count = used.numel()
-            plus, minus = values[start:start + count], values[start + count:start + 2 * count]
-            start += 2 * count
-            self.differences[level, used] = ((plus - minus) / (2 * h64).unsqueeze(1)).cpu()
-            self.gaps[level, used] = ((plus + minus - 2 * self.value.to(plus.device)).abs() / h64.unsqueeze(1)).cpu()
-            self.h[level, used] = h64
-            self.levels[used] = level + 1
-            self.tried[used] += 1
-            self.depth, self._chosen = max(self.depth, level + 1), None
+        rows, used, level_of, h = int(usable.sum()), index[torch.as_tensor(usable, device=x.device)], \
+            level_of[usable], h[usable]
+        bump = torch.zeros(rows, x.numel(), dtype=x.dtype, device=x.device)
+        bump[torch.arange(rows, device=x.device), used] = torch.as_tensor(h, dtype=x.dtype, device=x.device)
+        values = self.evaluate(torch.cat([x + bump, x - bump])).cpu().numpy()
+        plus, minus = values[:rows], values[rows:]
+        used = used.cpu().numpy()
+        self._grow(int(level_of.max()) + 1)
+        self.differences[level_of, used] = (plus - minus) / (2 * h)[:, None]
+        self.gaps[level_of, used] = np.abs(plus + minus - 2 * self.value) / h[:, None]
+        self.h[level_of, used] = h
+        np.maximum.at(self.levels, used, level_of + 1)
+        np.add.at(self.tried, used, 1)
+        self.depth, self._chosen = max(self.depth, int(level_of.max()) + 1), None
 
     def _grow(self, depth: int) -> None:
         """Room for `depth` levels in the per-level tables (NaN where a level is not computed)."""
         missing = depth - self.h.shape[0]
         if missing > 0:
-            def more(table: torch.Tensor) -> torch.Tensor:
-                return torch.cat([table, torch.full((missing, *table.shape[1:]), float("nan"), dtype=table.dtype)])
+            def more(table: np.ndarray) -> np.ndarray:
+                return np.concatenate([table, np.full((missing, *table.shape[1:]), np.nan)])
 
             self.differences, self.gaps, self.h = more(self.differences), more(self.gaps), more(self.h)
 
-    def windows(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Per window k (steps k, k+1, k+2): Neville's T22 (k, n, m), Ridders' error and the finest step."""
-        d, h = self.differences[:self.depth], self.h[:self.depth].unsqueeze(2) ** 2
+    def windows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per window k (steps k, k+1, k+2): Neville's T22 (k, n, m), its error and the finest step (k, n, 1)."""
+        d, h = self.differences[:self.depth], self.h[:self.depth, :, None] ** 2
         first = (h[:-1] * d[1:] - h[1:] * d[:-1]) / (h[:-1] - h[1:])
         best = (h[:-2] * first[1:] - h[2:] * first[:-1]) / (h[:-2] - h[2:])
         # Ridders' error, the change the last extrapolation made, is the error of the once-extrapolated
@@ -501,62 +508,59 @@ class _Search:
         # neighbouring windows' T22, one step coarser and one finer, measures T22's own error (as
         # numdifftools does). Taking the larger change, on either side, spans five steps: noisy windows
         # rarely agree with both neighbours by chance. A window with no finite neighbour keeps Ridders'.
-        ridders = torch.maximum((best - first[1:]).abs(), (best - first[:-1]).abs())
-        change = (best[1:] - best[:-1]).abs()
-        padded = torch.nn.functional.pad(change, (0, 0, 0, 0, 1, 1), value=float("nan"))
-        neighbours = torch.stack([padded[:-1], padded[1:]])
-        error = torch.where(torch.isfinite(neighbours).any(0), neighbours.nan_to_num(0.0).amax(0), ridders)
-        return best, error, self.h[2:self.depth].unsqueeze(2)
+        ridders = np.maximum(np.abs(best - first[1:]), np.abs(best - first[:-1]))
+        change = np.abs(best[1:] - best[:-1])
+        padded = np.pad(change, ((1, 1), (0, 0), (0, 0)), constant_values=np.nan)
+        neighbours = np.stack([padded[:-1], padded[1:]])
+        error = np.where(np.isfinite(neighbours).any(0), np.nan_to_num(neighbours, nan=0.0).max(0), ridders)
+        return best, error, self.h[2:self.depth, :, None]
 
-    def scale(self) -> torch.Tensor:
-        """Per output, |f_i(x)| + Σ_k |J_ik|·|x_k|: the size of what f_i is computed from, shape (m, 1)."""
+    def scale(self) -> np.ndarray:
+        """Per output, |f_i(x)| + Σ_k |J_ik|·|x_k|: the size of what f_i is computed from, shape (m,)."""
         value, _, uncertainty, _, _ = self._choose()
-        numerical = torch.where(torch.isfinite(uncertainty), value, torch.zeros_like(value)).T
-        magnitude = self.x.detach().reshape(-1, 1).abs().to(torch.float64).cpu()
-        return self.value.abs().reshape(-1, 1) + numerical.nan_to_num(0.0).abs() @ magnitude
+        numerical = np.where(np.isfinite(uncertainty), np.nan_to_num(value, nan=0.0), 0.0)
+        return np.abs(self.value) + self.magnitude @ np.abs(numerical)
 
     def _choose(self):
         if self._chosen is None:
             self._chosen = self._least_uncertain()
         return self._chosen
 
-    def _least_uncertain(self, rough: torch.Tensor | None = None):
+    def _least_uncertain(self, rough: np.ndarray | None = None):
         """Per element, the window of least uncertainty: (value, error, uncertainty, finest step, window).
 
         The rounding term needs the Jacobian's size; a first choice with |f| alone supplies it (a garbage
         coarse window must not inflate the scale of every other).
         """
         best, error, finest = self.windows()
-        magnitude = self.x.detach().reshape(1, -1).abs().to(torch.float64).cpu()
-        size = 0.0 if rough is None else magnitude @ rough.nan_to_num(0.0, posinf=0.0, neginf=0.0).abs()
-        scale = self.value.abs().reshape(1, -1) + size  # (1, m)
-        rounding = self.eps * scale.unsqueeze(0) / finest.abs()
-        uncertainty = error + rounding + self.tiny
-        uncertainty = torch.where(torch.isfinite(uncertainty) & torch.isfinite(best), uncertainty,
-                                  torch.full_like(uncertainty, float("inf")))
-        # Relative, not absolute: at coarse steps a fast-varying f can look flat, and a small garbage value
-        # has a small absolute error estimate.
-        relative = uncertainty / torch.maximum(best.abs().nan_to_num(0.0), torch.full_like(best, self.tiny))
+        size = 0.0 if rough is None else self.magnitude @ np.abs(np.nan_to_num(rough, nan=0.0, posinf=0.0, neginf=0.0))
+        scale = np.abs(self.value) + size  # (m,)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rounding = self.eps * scale / np.abs(finest)
+            uncertainty = error + rounding + self.tiny
+            uncertainty = np.where(np.isfinite(uncertainty) & np.isfinite(best), uncertainty, np.inf)
+            # Relative, not absolute: at coarse steps a fast-varying f can look flat, and a small garbage
+            # value has a small absolute error estimate.
+            relative = uncertainty / np.maximum(np.abs(np.nan_to_num(best, nan=0.0)), self.tiny)
         # An element at which f did not change at any step (f does not depend on that input, or is constant
         # there) is settled. A flat window among sloped ones is not: at small steps a staircase (round, or
         # a forward whose rounding is coarse, ndtr far in its tail) looks flat between its jumps.
-        flat = ((best == 0) & (error == 0)) | ~torch.isfinite(best)
-        settled = flat.all(0, keepdim=True) & torch.isfinite(best).any(0, keepdim=True)
-        relative = torch.where(settled & (best == 0), torch.zeros_like(relative), relative)
+        flat = ((best == 0) & (error == 0)) | ~np.isfinite(best)
+        settled = flat.all(0) & np.isfinite(best).any(0)
+        relative = np.where(settled & (best == 0), 0.0, relative)
         window = relative.argmin(0)  # (n, m)
         self._all = (best, uncertainty)
-        chosen = [t.gather(0, window.unsqueeze(0)).squeeze(0) for t in (best, error, uncertainty,
-                                                                        finest.expand_as(best))]
+        chosen = [np.take_along_axis(t, window[None], 0)[0]
+                  for t in (best, error, uncertainty, np.broadcast_to(finest, best.shape))]
         if rough is None:
-            return self._least_uncertain(torch.where(torch.isfinite(chosen[2]), chosen[0],
-                                                     torch.zeros_like(chosen[0])))
+            return self._least_uncertain(np.where(np.isfinite(chosen[2]), chosen[0], 0.0))
         return (*chosen, window)
 
-    def _judged(self, value: torch.Tensor, uncertainty: torch.Tensor, resolution: float | None = None) -> torch.Tensor:
+    def _judged(self, value: np.ndarray, uncertainty: np.ndarray, resolution: float | None = None) -> np.ndarray:
         """(n, m): allowed small enough against the entry's scale (its row's and column's largest |J|)."""
         resolution = self.resolution if resolution is None else resolution
-        size = value.nan_to_num(0.0, posinf=0.0, neginf=0.0).abs()
-        reference = torch.maximum(size.amax(0, keepdim=True), size.amax(1, keepdim=True))
+        size = np.abs(np.nan_to_num(value, nan=0.0, posinf=0.0, neginf=0.0))
+        reference = np.maximum(size.max(0, keepdims=True), size.max(1, keepdims=True))
         exact_zero = (value == 0) & (uncertainty <= self.tiny * 2)
         return (self.safety * uncertainty <= resolution * reference) | exact_zero
 
@@ -570,67 +574,71 @@ class _Search:
         precise = self._judged(value, uncertainty, self.eps ** (2 / 3) / self.safety)
         stalled = (level - 2 - window) >= 2
         done = (judged & (precise | stalled)).all(1)
-        scale = self.scale().reshape(1, -1)  # (1, m)
-        rounding = self.eps * scale / self.h[level].abs().unsqueeze(1)  # (n, m)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rounding = self.eps * self.scale()[None, :] / np.abs(self.h[level])[:, None]  # (n, m)
         hopeless = (rounding > uncertainty).all(1)
         self.active &= ~(done | hopeless)
 
-    def result(self):
-        """(numerical, error, allowed before autograd's floor, finest step, judged), each (m, n)."""
+    def result(self) -> tuple[torch.Tensor, ...]:
+        """(numerical, error, allowed before autograd's floor, finest step, judged), each (m, n), torch."""
         value, error, uncertainty, finest, _ = self._choose()
-        judged = self._judged(value, uncertainty) & torch.isfinite(uncertainty)
-        value = torch.where(torch.isfinite(uncertainty), value, torch.full_like(value, float("nan")))
-        allowed = self.safety * uncertainty
-        return value.T.contiguous(), error.T.contiguous(), allowed.T.contiguous(), finest.T.contiguous(), \
-            judged.T.contiguous()
+        judged = self._judged(value, uncertainty) & np.isfinite(uncertainty)
+        value = np.where(np.isfinite(uncertainty), value, np.nan)
+        return tuple(torch.from_numpy(np.ascontiguousarray(t.T))
+                     for t in (value, error, self.safety * uncertainty, finest, judged))
 
     def confirm(self, mismatch: torch.Tensor) -> None:
         """Smaller steps for the columns with a mismatch (m, n), in one batch: the next window, and the
-        finest whose rounding could still resolve the mismatch (where safety × rounding reaches it, at most
-        the floor ε^(3/4)). A staircase
-        whose stair fits the coarse steps exactly (round, at steps 2^-k apart) looks smooth there and flat
-        below the stair: the finest window must see the same slope."""
-        columns = (mismatch > 0).any(0).nonzero().reshape(-1)
-        scale = self.scale().reshape(-1, 1)  # (m, 1)
-        # The smallest step at which the rounding allowance stays below the mismatch, per column.
-        witness = torch.where(mismatch > 0, self.safety * self.eps * scale / mismatch.clamp_min(self.tiny),
-                              torch.full_like(mismatch, float("inf"))).amin(0)
-        for depth in self.levels[columns].unique().tolist():
-            group = columns[self.levels[columns] == depth]
-            start = self.h0 * self.size[group]
-            deepest = torch.log2(start / witness[group]).floor().clamp_max(self.max_levels - 1)
-            last = min(max(int(deepest.max()), depth + 2), self.max_levels - 1)
-            # The next window and the finest that can still witness: steps in between add nothing the
-            # finest does not show.
-            self._levels(tuple(sorted({depth, depth + 1, depth + 2, last - 2, last - 1, last})), group)
+        finest whose rounding could still resolve the mismatch (safety × rounding a quarter of it, at most
+        the floor ε^(3/4)). A staircase whose stair fits the coarse steps exactly (round, at steps 2^-k
+        apart) looks smooth there and flat below the stair: the finest window must see the same slope."""
+        mismatch = mismatch.numpy().T  # (n, m)
+        columns = np.flatnonzero((mismatch > 0).any(1))
+        # The smallest step at which the rounding allowance stays a quarter of the mismatch, per column: a
+        # window there can still contradict the chosen one by the mismatch.
+        with np.errstate(divide="ignore"):
+            witness = np.where(mismatch > 0, 4 * self.safety * self.eps * self.scale()[None, :]
+                               / np.maximum(mismatch, self.tiny), np.inf).min(1)
+        depth = self.levels[columns]
+        deepest = np.floor(np.log2(self.h0 * self.size[columns] / np.maximum(witness[columns], self.tiny)))
+        last = np.clip(deepest.astype(np.int64), np.minimum(depth + 2, self.max_levels - 1), self.max_levels - 1)
+        for first, finest in sorted(set(zip(depth.tolist(), last.tolist()))):
+            group = columns[(depth == first) & (last == finest)]
+            # The next window and the witness window; steps in between add nothing the witness does not
+            # show, and steps already evaluated (a column that went deep) are not evaluated again.
+            wanted = {first, first + 1, first + 2, finest - 2, finest - 1, finest}
+            new = tuple(sorted(level for level in wanted if first <= level < self.max_levels))
+            if new:
+                self._levels(new, group)
+        self.witness[columns] = np.maximum(last - 2, 0)
 
     def finest(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per element, the value and allowance (safety × uncertainty) of its column's finest window, (m, n)."""
+        """Per element, the value and allowance (safety × uncertainty) of its column's witness window (the
+        finest window of a column without a mismatch), (m, n)."""
         self._choose()
         best, uncertainty = self._all
-        last = (self.levels - 3).clamp_min(0).reshape(1, -1, 1).expand(1, *best.shape[1:])
-        value, spread = best.gather(0, last).squeeze(0), uncertainty.gather(0, last).squeeze(0)
-        return value.T.contiguous(), (self.safety * spread).T.contiguous()
+        last = self.finest_window()[None, :, None]
+        value = np.take_along_axis(best, np.broadcast_to(last, (1, *best.shape[1:])), 0)[0]
+        spread = np.take_along_axis(uncertainty, np.broadcast_to(last, (1, *best.shape[1:])), 0)[0]
+        return torch.from_numpy(np.ascontiguousarray(value.T)), torch.from_numpy(np.ascontiguousarray(self.safety * spread.T))
 
-    def finest_window(self) -> torch.Tensor:
-        """Per column, the index of its finest window (its first step)."""
-        return (self.levels - 3).clamp_min(0)
+    def finest_window(self) -> np.ndarray:
+        """Per column, the index (its first step) of the window confirm() chose as witness, else the finest."""
+        return np.where(self.witness >= 0, self.witness, np.maximum(self.levels - 3, 0))
 
-    def chosen_window(self) -> torch.Tensor:
+    def chosen_window(self) -> np.ndarray:
         """Per column, the window chosen for its finest-resolved element."""
-        return self._choose()[-1].amax(1)
+        return self._choose()[-1].max(1)
 
-    def kinks(self, window: torch.Tensor) -> torch.Tensor:
+    def kinks(self, window: np.ndarray) -> torch.Tensor:
         """(m, n): at each column's window k, one-sided differences whose gap does not halve from step k to
         step k + 1 (a smooth f: h·f'' halves; a kink: the jump in slope stays), above rounding noise."""
-        scale = self.scale().reshape(1, -1)  # (1, m)
-        index = window.reshape(1, -1, 1).expand(1, *self.gaps.shape[1:])
-        coarse = self.gaps.gather(0, index).squeeze(0)
-        fine = self.gaps.gather(0, index + 1).squeeze(0)
-        step = self.h.gather(0, window.unsqueeze(0) + 1).squeeze(0).abs().unsqueeze(1)
-        noise = 2 * self.eps * scale / step
-        found = (fine > KINK_RATIO * coarse) & (fine > KINK_NOISE * noise)  # False where a level is missing (NaN)
-        return found.T.contiguous()
+        columns = np.arange(window.size)
+        coarse, fine = self.gaps[window, columns], self.gaps[window + 1, columns]  # (n, m)
+        noise = 2 * self.eps * self.scale()[None, :] / np.abs(self.h[window + 1, columns])[:, None]
+        with np.errstate(invalid="ignore"):
+            found = (fine > KINK_RATIO * coarse) & (fine > KINK_NOISE * noise)  # False where a level is missing
+        return torch.from_numpy(np.ascontiguousarray(found.T))
 
 
 def _autograd_floor(jacobian: torch.Tensor, numerical: torch.Tensor, eps: float, safety: float) -> torch.Tensor:
