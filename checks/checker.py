@@ -79,6 +79,8 @@ RESOLUTION = 1e-2
 KINK_RATIO = 0.75
 # A gap must exceed this many times the rounding noise of a one-sided difference (2ε|f|/h) to count.
 KINK_NOISE = 100.0
+# Up to this many outputs, reverse mode runs one backward per output instead of torch.func.jacrev.
+FEW_OUTPUTS = 4
 # The steps evaluated first, in one batch: the two windows a smooth f needs (each judged against the other).
 FIRST_LEVELS = 4
 
@@ -138,6 +140,8 @@ class CheckReport:
     """The outcome of check_jacobian: both Jacobians (outputs, inputs) in float64, allowances and verdicts.
 
     mode         -- the autograd mode that produced `autograd` ("reverse" or "forward")
+    method       -- the function that produced it: torch.func.jacrev or jacfwd, torch.autograd.grad (one
+                    backward per output, for a few outputs) or torch.autograd.functional.jacobian (fallback)
     requested    -- the mode asked for; differs from mode when forward mode was not supported
     note         -- why a fallback happened ("" when none)
     error        -- per element, the Richardson error estimate of the chosen window
@@ -161,6 +165,7 @@ class CheckReport:
     unstable: torch.Tensor
     converged: torch.Tensor
     mode: Mode
+    method: str
     requested: Mode
     note: str
     dtype: str
@@ -277,9 +282,7 @@ class CheckReport:
         """A torch.testing.assert_close-style account: what differed, where, by how much, what was allowed."""
         total = self.autograd.numel()
         signature = f"f({', '.join(a.name for a in self.arguments)})"
-        how = {"reverse": "torch.func.jacrev (reverse mode)", "forward": "torch.func.jacfwd (forward mode)"}[self.mode]
-        if self.mode == "reverse" and self.note:
-            how = "torch.autograd.functional.jacobian (reverse mode)"
+        how = f"{self.method} ({self.mode} mode)"
         elements = self.elements()
         wrong = [e for e in elements if e.verdict == "fail"]
         unsure = [e for e in elements if e.verdict == "inconclusive"]
@@ -378,7 +381,7 @@ def check_jacobian(
     memory(value.numel() * x.numel() * 8, f"autograd's Jacobian of {value.numel()} outputs by {x.numel()} inputs",
            "it is held whole in float64 beside a numerical one of the same size; check a smaller x")
     require_memory(x, "richardson")
-    jacobian, used, note = _autograd_jacobian(g, x, mode)
+    jacobian, used, method, note = _autograd_jacobian(g, x, mode, value.numel())
     eps, tiny = machine_epsilon(x.dtype), float(torch.finfo(x.dtype).tiny)
     # ε^(1/7), the optimum of a window of three steps (T22, truncation of order h⁶); smaller steps follow
     # where an element needs them.
@@ -414,7 +417,7 @@ def check_jacobian(
         autograd=jacobian, numerical=numerical, error=error, allowed=allowed, steps=steps,
         levels=torch.from_numpy(search.tried.copy()), kink=kink, domain=domain, unstable=unstable & ~domain,
         converged=converged & ~domain,
-        mode=used, requested=mode, note=note, dtype=dtype_name(x.dtype), device=x.device.type,
+        mode=used, method=method, requested=mode, note=note, dtype=dtype_name(x.dtype), device=x.device.type,
         arguments=arguments, output_shape=output_shape, evaluations=evaluations,
         seconds=time.perf_counter() - start, resolution=resolution,
     )
@@ -435,6 +438,7 @@ class _Search:
         self.magnitude = np.abs(self.x.to(torch.float64).cpu().numpy())
         n, m = self.x.numel(), self.value.size
         self.size = np.maximum(self.magnitude, 1.0)
+        self.grid = np.indices((n, m), sparse=True)  # (column, output) indices into the (n, m) tables
         self.h0 = h0
         floor = eps ** 0.75
         self.max_levels = max(FIRST_LEVELS, math.ceil(math.log2(h0 / floor)) + 1)
@@ -449,7 +453,9 @@ class _Search:
         self.active = np.ones(n, dtype=bool)
         self.witness = np.full(n, -1, dtype=np.int64)  # per column, the window confirm() checks against
         self.depth = 0  # levels computed for at least one column
-        self._chosen: tuple | None = None  # the choice for the current depth (recomputed after each level)
+        # The windows and the choice for the tables as they stand (recomputed after each level).
+        self._windows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._chosen: tuple | None = None
 
     def run(self) -> None:
         # One batch: the steps a smooth f needs (two windows, each judged against the other).
@@ -487,7 +493,7 @@ class _Search:
         self.h[level_of, used] = h
         np.maximum.at(self.levels, used, level_of + 1)
         np.add.at(self.tried, used, 1)
-        self.depth, self._chosen = max(self.depth, int(level_of.max()) + 1), None
+        self.depth, self._chosen, self._windows = max(self.depth, int(level_of.max()) + 1), None, None
 
     def _grow(self, depth: int) -> None:
         """Room for `depth` levels in the per-level tables (NaN where a level is not computed)."""
@@ -510,15 +516,16 @@ class _Search:
         # rarely agree with both neighbours by chance. A window with no finite neighbour keeps Ridders'.
         ridders = np.maximum(np.abs(best - first[1:]), np.abs(best - first[:-1]))
         change = np.abs(best[1:] - best[:-1])
-        padded = np.pad(change, ((1, 1), (0, 0), (0, 0)), constant_values=np.nan)
-        neighbours = np.stack([padded[:-1], padded[1:]])
-        error = np.where(np.isfinite(neighbours).any(0), np.nan_to_num(neighbours, nan=0.0).max(0), ridders)
+        missing = np.full((1, *best.shape[1:]), np.nan)
+        # fmax ignores a NaN side: a window beside a missing one is judged by the other.
+        error = np.fmax(np.concatenate([missing, change]), np.concatenate([change, missing]))
+        error = np.where(np.isnan(error), ridders, error)
         return best, error, self.h[2:self.depth, :, None]
 
     def scale(self) -> np.ndarray:
         """Per output, |f_i(x)| + Σ_k |J_ik|·|x_k|: the size of what f_i is computed from, shape (m,)."""
         value, _, uncertainty, _, _ = self._choose()
-        numerical = np.where(np.isfinite(uncertainty), np.nan_to_num(value, nan=0.0), 0.0)
+        numerical = np.where(np.isfinite(uncertainty) & np.isfinite(value), value, 0.0)
         return np.abs(self.value) + self.magnitude @ np.abs(numerical)
 
     def _choose(self):
@@ -532,8 +539,10 @@ class _Search:
         The rounding term needs the Jacobian's size; a first choice with |f| alone supplies it (a garbage
         coarse window must not inflate the scale of every other).
         """
-        best, error, finest = self.windows()
-        size = 0.0 if rough is None else self.magnitude @ np.abs(np.nan_to_num(rough, nan=0.0, posinf=0.0, neginf=0.0))
+        if self._windows is None:
+            self._windows = self.windows()
+        best, error, finest = self._windows
+        size = 0.0 if rough is None else self.magnitude @ np.abs(np.where(np.isfinite(rough), rough, 0.0))
         scale = np.abs(self.value) + size  # (m,)
         with np.errstate(divide="ignore", invalid="ignore"):
             rounding = self.eps * scale / np.abs(finest)
@@ -541,7 +550,7 @@ class _Search:
             uncertainty = np.where(np.isfinite(uncertainty) & np.isfinite(best), uncertainty, np.inf)
             # Relative, not absolute: at coarse steps a fast-varying f can look flat, and a small garbage
             # value has a small absolute error estimate.
-            relative = uncertainty / np.maximum(np.abs(np.nan_to_num(best, nan=0.0)), self.tiny)
+            relative = uncertainty / np.fmax(np.abs(best), self.tiny)
         # An element at which f did not change at any step (f does not depend on that input, or is constant
         # there) is settled. A flat window among sloped ones is not: at small steps a staircase (round, or
         # a forward whose rounding is coarse, ndtr far in its tail) looks flat between its jumps.
@@ -550,8 +559,9 @@ class _Search:
         relative = np.where(settled & (best == 0), 0.0, relative)
         window = relative.argmin(0)  # (n, m)
         self._all = (best, uncertainty)
-        chosen = [np.take_along_axis(t, window[None], 0)[0]
-                  for t in (best, error, uncertainty, np.broadcast_to(finest, best.shape))]
+        rows, columns = self.grid
+        chosen = [best[window, rows, columns], error[window, rows, columns], uncertainty[window, rows, columns],
+                  finest[window, rows, 0]]
         if rough is None:
             return self._least_uncertain(np.where(np.isfinite(chosen[2]), chosen[0], 0.0))
         return (*chosen, window)
@@ -559,7 +569,7 @@ class _Search:
     def _judged(self, value: np.ndarray, uncertainty: np.ndarray, resolution: float | None = None) -> np.ndarray:
         """(n, m): allowed small enough against the entry's scale (its row's and column's largest |J|)."""
         resolution = self.resolution if resolution is None else resolution
-        size = np.abs(np.nan_to_num(value, nan=0.0, posinf=0.0, neginf=0.0))
+        size = np.abs(np.where(np.isfinite(value), value, 0.0))
         reference = np.maximum(size.max(0, keepdims=True), size.max(1, keepdims=True))
         exact_zero = (value == 0) & (uncertainty <= self.tiny * 2)
         return (self.safety * uncertainty <= resolution * reference) | exact_zero
@@ -617,9 +627,9 @@ class _Search:
         finest window of a column without a mismatch), (m, n)."""
         self._choose()
         best, uncertainty = self._all
-        last = self.finest_window()[None, :, None]
-        value = np.take_along_axis(best, np.broadcast_to(last, (1, *best.shape[1:])), 0)[0]
-        spread = np.take_along_axis(uncertainty, np.broadcast_to(last, (1, *best.shape[1:])), 0)[0]
+        rows, columns = self.grid
+        last = self.finest_window()[:, None]
+        value, spread = best[last, rows, columns], uncertainty[last, rows, columns]
         return torch.from_numpy(np.ascontiguousarray(value.T)), torch.from_numpy(np.ascontiguousarray(self.safety * spread.T))
 
     def finest_window(self) -> np.ndarray:
@@ -647,12 +657,23 @@ def _autograd_floor(jacobian: torch.Tensor, numerical: torch.Tensor, eps: float,
     return safety * eps * torch.maximum(both.amax(1, keepdim=True), both.amax(0, keepdim=True))
 
 
-def _autograd_jacobian(f: Function, x: torch.Tensor, mode: Mode) -> tuple[torch.Tensor, Mode, str]:
-    """Autograd's Jacobian as (outputs, inputs) float64 on the CPU, the mode that made it, and any fallback."""
+def _autograd_jacobian(f: Function, x: torch.Tensor, mode: Mode, outputs: int) -> tuple[torch.Tensor, Mode, str, str]:
+    """Autograd's Jacobian as (outputs, inputs) float64 on the CPU, the mode and the function that made it,
+    and why a fallback happened ("" when none)."""
+    if mode == "reverse" and outputs <= FEW_OUTPUTS:
+        # A backward per output is what loss.backward() runs, and cheaper than jacrev's vmap for a few.
+        leaf = x.clone().requires_grad_(True)
+        with in_place_named():
+            value = _output(f(leaf))
+            # An output that does not depend on x has no graph: its row is zero, as jacrev gives it.
+            rows = [torch.autograd.grad(value[i], leaf, retain_graph=i + 1 < outputs, allow_unused=True)[0]
+                    if value.requires_grad else None for i in range(outputs)]
+        rows = [torch.zeros_like(x) if row is None else row for row in rows]
+        return _flat(torch.stack(rows), x), mode, "torch.autograd.grad", ""
     transform = torch.func.jacrev if mode == "reverse" else torch.func.jacfwd
     try:
         jacobian = transform(f)(x.clone())
-        return _flat(jacobian, x), mode, ""
+        return _flat(jacobian, x), mode, f"torch.func.{transform.__name__}", ""
     # torch.func refuses autograd.Functions it cannot transform (no setup_context, no vmap rule, no jvp
     # for forward mode) and some ops it has no batching rule for; plain autograd can still do reverse mode.
     except (RuntimeError, NotImplementedError) as error:
@@ -660,8 +681,9 @@ def _autograd_jacobian(f: Function, x: torch.Tensor, mode: Mode) -> tuple[torch.
     leaf = x.clone().requires_grad_(True)
     with in_place_named():
         jacobian = torch.autograd.functional.jacobian(f, leaf)
-    return _flat(jacobian, x), "reverse", f"torch.func.{transform.__name__} could not transform f ({reason}); " \
-        "reverse mode by torch.autograd.functional.jacobian instead"
+    return _flat(jacobian, x), "reverse", "torch.autograd.functional.jacobian", \
+        f"torch.func.{transform.__name__} could not transform f ({reason}); reverse mode by " \
+        "torch.autograd.functional.jacobian instead"
 
 
 def _flat(jacobian: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
