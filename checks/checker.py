@@ -51,6 +51,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -184,19 +185,20 @@ class CheckReport:
     def difference(self) -> torch.Tensor:
         return (self.autograd - self.numerical).abs()
 
-    @property
+    # Cached: a report is immutable, and outcome, summary and message each read these masks.
+    @cached_property
     def mismatch(self) -> torch.Tensor:
         """Elements outside their allowance, away from kinks: the evidence of a wrong gradient. (An
         allowance too wide to judge a pass can still be exceeded: autograd is then wrong by even more.)"""
         return (self.difference > self.allowed) & ~self.kink & ~self.domain & ~self.unstable
 
-    @property
+    @cached_property
     def inconclusive(self) -> torch.Tensor:
         """Elements the evidence cannot judge (a kink, f not finite near x, or an unconverged estimate)."""
         exact = self.difference == 0
         return ~self.mismatch & (self.kink | self.domain | self.unstable | (~self.converged & ~exact))
 
-    @property
+    @cached_property
     def outcome(self) -> Outcome:
         if bool(self.mismatch.any()):
             return "fail"
