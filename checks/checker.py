@@ -482,8 +482,8 @@ class _Search:
         self.active[index.cpu().numpy()[~usable]] = False  # the step rounded to zero: no smaller step exists
         if not usable.any():
             return
-        rows, used, level_of, h = int(usable.sum()), index[torch.as_tensor(usable, device=x.device)], \
-            level_of[usable], h[usable]
+        used, level_of, h = index[torch.as_tensor(usable, device=x.device)], level_of[usable], h[usable]
+        rows = h.size
         bump = torch.zeros(rows, x.numel(), dtype=x.dtype, device=x.device)
         bump[torch.arange(rows, device=x.device), used] = torch.as_tensor(h, dtype=x.dtype, device=x.device)
         values = self.evaluate(torch.cat([x + bump, x - bump])).cpu().numpy()
