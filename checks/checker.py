@@ -84,6 +84,8 @@ KINK_NOISE = 100.0
 FEW_OUTPUTS = 4
 # The steps evaluated first, in one batch: the two windows a smooth f needs (each judged against the other).
 FIRST_LEVELS = 4
+# Steps per later batch, for the columns not settled by the first: a window's worth.
+LATER_LEVELS = 3
 
 REASONS = {
     "kink": "one-sided differences disagree at every step: f is not differentiable at x, or a kink lies "
@@ -460,15 +462,17 @@ class _Search:
         self._chosen: tuple | None = None
 
     def run(self) -> None:
-        # One batch: the steps a smooth f needs (two windows, each judged against the other).
+        # One batch: the steps a smooth f needs (two windows, each judged against the other); then the
+        # columns not yet settled, LATER_LEVELS steps per batch (a call of f costs more than its points).
         self._levels(tuple(range(FIRST_LEVELS)), np.flatnonzero(self.active))
         self._stop_judged_columns(FIRST_LEVELS - 1)
-        for level in range(FIRST_LEVELS, self.max_levels):
+        for first in range(FIRST_LEVELS, self.max_levels, LATER_LEVELS):
             columns = np.flatnonzero(self.active)
             if columns.size == 0:
                 break
-            self._levels((level,), columns)
-            self._stop_judged_columns(level)
+            levels = tuple(range(first, min(first + LATER_LEVELS, self.max_levels)))
+            self._levels(levels, columns)
+            self._stop_judged_columns(levels[-1])
 
     def _levels(self, levels: tuple[int, ...], columns: np.ndarray) -> None:
         """Central differences at the given levels for the given columns, evaluated as one batch."""
@@ -551,8 +555,11 @@ class _Search:
             uncertainty = error + rounding + self.tiny
             uncertainty = np.where(np.isfinite(uncertainty) & np.isfinite(best), uncertainty, np.inf)
             # Relative, not absolute: at coarse steps a fast-varying f can look flat, and a small garbage
-            # value has a small absolute error estimate.
-            relative = uncertainty / np.fmax(np.abs(best), self.tiny)
+            # value has a small absolute error estimate. Relative to the entry's scale (√ε of its row's and
+            # column's largest |J|) where its own value is smaller: an entry that is 0 (f_i does not depend
+            # on x_j) would otherwise be judged by its rounding noise, and the noisiest window would win.
+            floor = self.tiny if rough is None else np.sqrt(self.eps) * self._reference(rough)
+            relative = uncertainty / np.fmax(np.abs(best), np.fmax(floor, self.tiny))
         # An element at which f did not change at any step (f does not depend on that input, or is constant
         # there) is settled. A flat window among sloped ones is not: at small steps a staircase (round, or
         # a forward whose rounding is coarse, ndtr far in its tail) looks flat between its jumps.
@@ -568,13 +575,17 @@ class _Search:
             return self._least_uncertain(np.where(np.isfinite(chosen[2]), chosen[0], 0.0))
         return (*chosen, window)
 
+    @staticmethod
+    def _reference(value: np.ndarray) -> np.ndarray:
+        """(n, m): each entry's scale, the largest |J| in its row and column."""
+        size = np.abs(np.where(np.isfinite(value), value, 0.0))
+        return np.maximum(size.max(0, keepdims=True), size.max(1, keepdims=True))
+
     def _judged(self, value: np.ndarray, uncertainty: np.ndarray, resolution: float | None = None) -> np.ndarray:
         """(n, m): allowed small enough against the entry's scale (its row's and column's largest |J|)."""
         resolution = self.resolution if resolution is None else resolution
-        size = np.abs(np.where(np.isfinite(value), value, 0.0))
-        reference = np.maximum(size.max(0, keepdims=True), size.max(1, keepdims=True))
         exact_zero = (value == 0) & (uncertainty <= self.tiny * 2)
-        return (self.safety * uncertainty <= resolution * reference) | exact_zero
+        return (self.safety * uncertainty <= resolution * self._reference(value)) | exact_zero
 
     def _stop_judged_columns(self, level: int) -> None:
         """Stop a column once every element is judged and either precise (uncertainty at most ε^(2/3) of
