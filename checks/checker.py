@@ -28,7 +28,8 @@ The allowance of element (i, j):
 
 The step adapts to f (as numdifftools does): central differences at h0·max(|x_j|, 1)·2^-k for k = 0, 1, ...,
 each window of three consecutive steps extrapolated, and per element the window whose uncertainty
-(error + rounding) is smallest relative to its value wins. Columns whose elements are not yet judged (the tableau has not
+(error + rounding) is smallest relative to its value (or to √ε of the entry's scale, for an entry near 0)
+wins. Columns whose elements are not yet judged (the tableau has not
 converged, or a stencil point left f's domain, or the estimate is less precise than ε^(2/3) of the entry's
 scale and still improving) get smaller steps, down to ε^(3/4)·max(|x_j|, 1) or until rounding at the step
 alone exceeds the best uncertainty found; a smooth f is settled by the first four steps (two windows, each
