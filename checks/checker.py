@@ -477,23 +477,25 @@ class _Search:
 
     def _levels(self, levels: tuple[int, ...], columns: np.ndarray) -> None:
         """Central differences at the given levels for the given columns, evaluated as one batch."""
+        self._pairs(np.repeat(np.asarray(levels, dtype=np.int64), columns.size), np.tile(columns, len(levels)))
+
+    def _pairs(self, level_of: np.ndarray, column_of: np.ndarray) -> None:
+        """Central differences at level_of[k] for column column_of[k], every pair in one batch."""
         x = self.x
-        index = torch.as_tensor(np.tile(columns, len(levels)), device=x.device)
-        wanted = torch.as_tensor(np.concatenate([self.h0 * 2.0 ** -level * self.size[columns] for level in levels]),
-                                 dtype=x.dtype, device=x.device)
+        index = torch.as_tensor(column_of, device=x.device)
+        wanted = torch.as_tensor(self.h0 * 2.0 ** -level_of * self.size[column_of], dtype=x.dtype, device=x.device)
         h = ((x[index] + wanted) - x[index]).to(torch.float64).cpu().numpy()  # the steps x really receives
-        level_of = np.repeat(np.asarray(levels), columns.size)
         usable = h != 0
-        self.active[index.cpu().numpy()[~usable]] = False  # the step rounded to zero: no smaller step exists
+        self.active[column_of[~usable]] = False  # the step rounded to zero: no smaller step exists
         if not usable.any():
             return
-        used, level_of, h = index[torch.as_tensor(usable, device=x.device)], level_of[usable], h[usable]
+        used, level_of, h = column_of[usable], level_of[usable], h[usable]
         rows = h.size
         bump = torch.zeros(rows, x.numel(), dtype=x.dtype, device=x.device)
-        bump[torch.arange(rows, device=x.device), used] = torch.as_tensor(h, dtype=x.dtype, device=x.device)
+        bump[torch.arange(rows, device=x.device), torch.as_tensor(used, device=x.device)] = \
+            torch.as_tensor(h, dtype=x.dtype, device=x.device)
         values = self.evaluate(torch.cat([x + bump, x - bump])).cpu().numpy()
         plus, minus = values[:rows], values[rows:]
-        used = used.cpu().numpy()
         self._grow(int(level_of.max()) + 1)
         self.differences[level_of, used] = (plus - minus) / (2 * h)[:, None]
         self.gaps[level_of, used] = np.abs(plus + minus - 2 * self.value) / h[:, None]
@@ -626,14 +628,13 @@ class _Search:
         depth = self.levels[columns]
         deepest = np.floor(np.log2(self.h0 * self.size[columns] / np.maximum(witness[columns], self.tiny)))
         last = np.clip(deepest.astype(np.int64), np.minimum(depth + 2, self.max_levels - 1), self.max_levels - 1)
-        for first, finest in sorted(set(zip(depth.tolist(), last.tolist()))):
-            group = columns[(depth == first) & (last == finest)]
-            # The next window and the witness window; steps in between add nothing the witness does not
-            # show, and steps already evaluated (a column that went deep) are not evaluated again.
-            wanted = {first, first + 1, first + 2, finest - 2, finest - 1, finest}
-            new = tuple(sorted(level for level in wanted if first <= level < self.max_levels))
-            if new:
-                self._levels(new, group)
+        pairs = [(level, column) for column, first, finest in zip(columns.tolist(), depth.tolist(), last.tolist())
+                 # The next window and the witness window; steps in between add nothing the witness does
+                 # not show, and steps already evaluated (a column that went deep) are not evaluated again.
+                 for level in sorted({first, first + 1, first + 2, finest - 2, finest - 1, finest})
+                 if first <= level < self.max_levels]
+        if pairs:
+            self._pairs(*map(np.asarray, zip(*pairs)))
         self.witness[columns] = np.maximum(last - 2, 0)
 
     def finest(self) -> tuple[torch.Tensor, torch.Tensor]:

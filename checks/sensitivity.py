@@ -109,6 +109,9 @@ RUNNERS: dict[str, Callable[[Function, torch.Tensor], Verdict]] = {
 def evaluate(cases: Sequence[Case], dtypes: Sequence[torch.dtype] = (torch.float64, torch.float32),
              checkers: Sequence[str] = CHECKERS, device: str = "cpu") -> list[Outcome]:
     """Run every checker on every case in every dtype; gradcheck's seed is fixed for its fast mode."""
+    # torch.func imports torch._dynamo on its first Jacobian (about a second): paid here, not charged to
+    # whichever checker's case happens to be first.
+    torch.func.jacrev(torch.sin)(torch.ones(2, dtype=torch.float64))
     outcomes = []
     for dtype in dtypes:
         for case in cases:
