@@ -27,11 +27,11 @@ def steep_tanh_derivative(x):
 
 @pytest.mark.parametrize("factor", [2.0, 0.0])
 def test_steep_tanh_with_a_wrong_backward_fails(factor: float) -> None:
-    # The start step (≈ 7e-4) is far wider than the scale 1e-4 on which tanh(1e4 x) changes; the search
-    # goes to smaller steps until the tableau converges, and then sees the wrong backward.
+    # The start step (ε^(1/7) ≈ 6e-3) is far wider than the scale 1e-4 on which tanh(1e4 x) changes; the
+    # search goes to smaller steps until the tableau converges, and then sees the wrong backward.
     report = check_jacobian(with_backward(steep_tanh, steep_tanh_derivative, factor), torch.tensor([1e-5], dtype=F64))
     assert report.outcome == "fail"
-    assert int(report.levels.max()) > 3  # it needed smaller steps than the first three
+    assert int(report.levels.max()) > 4  # it needed smaller steps than the first four
     right = check_jacobian(with_backward(steep_tanh, steep_tanh_derivative), torch.tensor([1e-5], dtype=F64))
     assert right.outcome == "pass"
 
@@ -159,3 +159,37 @@ def test_bad_options_get_clear_errors() -> None:
         check_jacobian(torch.sin)
     with pytest.raises(CheckInputError, match="empty output"):
         check_jacobian(lambda t: t[:0], x)
+
+
+@pytest.mark.parametrize("dtype", [F64, F32])
+def test_a_staircase_that_fits_the_steps_is_not_failed(dtype: torch.dtype) -> None:
+    # round(x, 3) at this x: each coarse step h·2^-k spans a whole number of stairs, so every central
+    # difference down to h ≈ 5e-4 is the same slope ≈ 0.99, a perfectly "converged" tableau (op_db's
+    # round.decimals_3 sample). Below a stair the staircase is flat: the witness window sees it.
+    x = torch.tensor([5.576059452216908], dtype=dtype)
+    report = check_jacobian(lambda t: torch.round(t, decimals=3), x)
+    assert report.outcome == "inconclusive"
+    assert report.elements()[0].reason in ("unstable", "kink")
+
+
+def mixed_sin(x):
+    # sin(x_i), computed through every input: ((x_i + S) - S) - x_i is 0 up to rounding, so f_i's
+    # derivative by x_j (j ≠ i) is 0, yet its finite differences are rounding noise, as in an FFT.
+    total = x.sum()
+    return torch.sin(x) + ((x + total) - total) - x
+
+
+def test_an_entry_that_is_zero_is_held_to_its_rounding_not_to_a_noisy_step() -> None:
+    # A backward that leaks 1e-9 of every other input's gradient is wrong by 1e-9 where the Jacobian is 0:
+    # the window chosen for a zero entry must be one whose allowance is near rounding (about 1e-12 here),
+    # not the noisiest one, whose relative uncertainty is smallest only because its value is largest.
+    def leaky(x, g):
+        return g * torch.cos(x) + 1e-9 * (g.sum() - g)
+
+    x = torch.tensor(X, dtype=F64)
+    report = check_jacobian(mutant(mixed_sin, leaky, "Leak"), x)
+    assert report.outcome == "fail"
+    off = ~torch.eye(len(X), dtype=torch.bool)
+    assert bool(report.mismatch[off].all()) and not bool(report.mismatch[~off].any())
+    assert float(report.allowed[off].max()) < 1e-10
+    assert check_jacobian(mutant(mixed_sin, lambda x, g: g * torch.cos(x), "Right"), x).outcome == "pass"
