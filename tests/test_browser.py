@@ -1,9 +1,9 @@
 """The built site in a real headless browser (Debian's chromium, driven by Playwright's Python package).
 
 The site is served over HTTP from a local thread: the search page fetches its index, which a file:// page
-cannot. Requests to other hosts get an empty answer, so the tests run offline and see only what this site
-does (MathJax included: the site serves its own copy). Without playwright or chromium the tests skip, naming what is missing; with
-CHECKS_REQUIRE_BROWSER=1 (set by .ci/run) they fail instead. CHECKS_CHROMIUM names another browser binary.
+cannot. Requests to other hosts are refused (tests/browser.py), so the tests run offline and see only what this
+site does (MathJax included: the site serves its own copy). Without playwright or chromium the tests skip,
+naming what is missing; with CHECKS_REQUIRE_BROWSER=1 (set by .ci/run) they fail instead. CHECKS_CHROMIUM names another browser binary.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from bs4 import BeautifulSoup
 from .helpers import embedded_records, page as read_page
 from .toc import LEDGER, toc_chapters, toc_files
 
-from .browser import PHONE, _offline, _open, built_pages
+from .browser import PHONE, _open, built_pages
 
 
 def test_every_page_loads_without_console_errors_and_its_images_decode(book_html: Path, site: str, tab) -> None:
@@ -57,6 +57,13 @@ def test_every_formula_is_typeset_offline(book_html: Path, site: str, tab) -> No
         if left:
             untypeset[name] = left
     assert not untypeset, json.dumps(untypeset, indent=1)
+
+
+def test_the_browser_reaches_no_other_host(site: str, tab) -> None:
+    tab.goto(site + "search.html", wait_until="load")
+    answers = [tab.evaluate("url => fetch(url, {mode: 'no-cors'}).then(() => 'answered', () => 'refused')", url)
+               for url in ("https://example.com/", "http://93.184.216.34/", site)]
+    assert answers == ["refused", "refused", "answered"]
 
 
 def test_no_page_loads_a_script_or_stylesheet_from_another_host(book_html: Path) -> None:
@@ -129,7 +136,6 @@ BACKGROUND_JS = """element => {
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_plots_and_check_tables_are_legible_in_both_themes(browser, site: str, scheme: str) -> None:
     context = browser.new_context(color_scheme=scheme)
-    context.route(lambda url: not url.startswith(site), _offline)
     tab = context.new_page()
     images = tables = 0
     for name in toc_chapters():
@@ -152,7 +158,6 @@ def test_plots_and_check_tables_are_legible_in_both_themes(browser, site: str, s
 
 def test_plots_fit_a_phone_screen(browser, site: str) -> None:
     context = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True)
-    context.route(lambda url: not url.startswith(site), _offline)
     tab = context.new_page()
     seen = 0
     for name in toc_files():
@@ -313,7 +318,6 @@ def views(browser, site: str, book_html: Path) -> dict[tuple[str, str, str], dic
         for theme in THEMES:
             phone = viewport is PHONE
             context = browser.new_context(viewport=viewport, color_scheme=theme, is_mobile=phone, has_touch=phone)
-            context.route(lambda url: not url.startswith(site), _offline)
             tab = context.new_page()
             for name in toc_files():
                 tab.goto(site + f"{name}.html", wait_until="load")
@@ -393,7 +397,6 @@ def test_the_ledger_s_filter_narrows_its_rows_to_the_outcome_picked(browser, sit
     failures = sum(item["outcome"] == "expected failure" for item in entries)
     assert 0 < failures < len(entries)
     context = browser.new_context(viewport=WIDE)
-    context.route(lambda url: not url.startswith(site), _offline)
     tab = context.new_page()
     errors = []
     tab.on("console", lambda message: message.type == "error" and errors.append(message.text))
