@@ -1,10 +1,11 @@
-"""The ledger across builds: the same after a second clean build and after a no-change rebuild, complete
-when a chapter is added later, and problems (an unexpected failure or pass) caught after a build that
-still completes."""
+"""The ledger across builds: the same whether chapters execute several at a time or one at a time, the same
+after a no-change rebuild, complete when a chapter is added later, and problems (an unexpected failure or
+pass) caught after a build that still completes."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 
 from checks import ledger
 
-from .conftest import ROOT, build_book, jupyter_book
+from .conftest import PARALLEL, ROOT, build_book, jupyter_book
 from .helpers import page
 from .test_build_behaviour import CHAPTER_HEADER
 
@@ -23,28 +24,49 @@ def ledger_rows(html: Path) -> list[str]:
     return [str(row) for row in page(html, "book/ledger.html").select("table.checks-ledger tbody tr")]
 
 
+# Real chapters of the book, executed in a scratch book of their own: enough of them that a parallel build
+# runs two at once, few enough that building them twice is cheaper than a second build of the whole book.
+REAL_CHAPTERS = ("small-function", "failures", "finite-differences")
+
+
 @pytest.fixture(scope="module")
-def second_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A second clean build, executing one chapter at a time (the session's executes several at once)."""
-    return build_book(tmp_path_factory.mktemp("second"), processes=1)
+def both_builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """The source of a scratch book of real chapters and two clean builds of it (their html folders):
+    several chapters at a time, then one at a time."""
+    source = small_book(tmp_path_factory.mktemp("real") / "src",
+                        {name: (ROOT / "book" / f"{name}.md").read_text(encoding="utf-8") for name in REAL_CHAPTERS})
+    built = []
+    for processes in (PARALLEL, 1):
+        output = tmp_path_factory.mktemp(f"processes-{processes}")
+        result = jupyter_book("build", "--path-output", str(output), str(source), processes=processes)
+        assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
+        # Each chapter says how many kernels ran at once: the two builds did execute differently.
+        executed = re.findall(r"Executed notebook in [0-9.]+ seconds \((\d+) at a time\)", result.stdout)
+        assert executed == [str(processes)] * len(REAL_CHAPTERS), result.stdout[-6000:]
+        built.append(output / "_build" / "html")
+    return source, built[0], built[1]
 
 
-def test_a_parallel_and_a_sequential_clean_build_give_the_same_ledger(book_html: Path, second_build: Path) -> None:
+def test_a_parallel_and_a_sequential_clean_build_give_the_same_ledger(both_builds: tuple[Path, Path, Path]) -> None:
     # Records hold no timestamps or timings, so the two ledgers are compared whole, but for where the
     # sources are seen from each (the builds are in different folders).
-    first, second = (json.loads((html / ledger.LEDGER_JSON).read_text()) for html in (book_html, second_build))
+    _, parallel, sequential = both_builds
+    first, second = (json.loads((html / ledger.LEDGER_JSON).read_text()) for html in (parallel, sequential))
     for stamp in (first, second):
         assert stamp["build"].pop("sources")
+    assert {item["chapter"] for item in first["checks"]} == {item["chapter"] for item in first["build"]["chapters"]}
+    assert len(first["build"]["chapters"]) == len(REAL_CHAPTERS)
     assert first == second
-    assert ledger_rows(second_build) == ledger_rows(book_html)
+    assert ledger_rows(sequential) == ledger_rows(parallel)
 
 
-def test_a_no_change_rebuild_keeps_the_ledger(second_build: Path) -> None:
-    before = (second_build / ledger.LEDGER_JSON).read_text()
-    rows = ledger_rows(second_build)
-    build_book(second_build.parents[1], clean=False)
-    assert (second_build / ledger.LEDGER_JSON).read_text() == before
-    assert ledger_rows(second_build) == rows
+def test_a_no_change_rebuild_keeps_the_ledger(both_builds: tuple[Path, Path, Path]) -> None:
+    source, _, html = both_builds
+    before = (html / ledger.LEDGER_JSON).read_text()
+    rows = ledger_rows(html)
+    build_book(html.parents[1], source, clean=False)
+    assert (html / ledger.LEDGER_JSON).read_text() == before
+    assert ledger_rows(html) == rows
 
 
 def chapter(title: str, check: str) -> str:
