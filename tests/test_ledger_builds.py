@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,7 @@ import pytest
 from checks import ledger
 
 from .conftest import PARALLEL, ROOT, build_book, jupyter_book
-from .helpers import page
+from .helpers import page, verify
 from .test_build_behaviour import CHAPTER_HEADER
 
 
@@ -131,7 +129,7 @@ def test_problems_do_not_stop_the_build_but_fail_python_dash_m_checks(tmp_path: 
     html = build_book(tmp_path, small_book(tmp_path / "src", chapters))
     shown = page(html, "book/slip.html").select("div.checks-failure")
     assert shown, "the unexpected failure is shown on its page"
-    result = subprocess.run([sys.executable, "-m", "checks", str(html)], capture_output=True, text=True, cwd=ROOT)
+    result = verify(html)
     assert result.returncode == 1
     assert "unexpected failure: x*x at x=3" in result.stdout
     assert "unexpected pass: x*x at x=3" in result.stdout

@@ -4,23 +4,17 @@ build leaves a ledger that verifies (scratch books, built as a reader builds the
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from checks import ledger
 
-from .conftest import ROOT, build_book, jupyter_book
-from .helpers import embedded_records, page
+from .conftest import build_book, jupyter_book
+from .helpers import embedded_records, page, verify
 from .test_ledger_builds import SUM, chapter, ledger_rows, small_book
 
 WRONG = "wrong = checks.Expectation('x*x', lambda x: x * x, '3*x', lambda x: 3 * x, 'a slip')\n"
-
-
-def verify(html: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "checks", str(html)], capture_output=True, text=True, cwd=ROOT)
 
 
 HIDDEN = (
