@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -91,33 +92,50 @@ SUM = ("total = checks.Expectation('x.sum()', lambda x: x.sum(), 'ones_like(x)',
        "'sum rule')\n")
 
 
-def test_a_chapter_added_later_joins_the_ledger(tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class Growing:
+    """One scratch book through three builds: a chapter; a second one added; the second one edited."""
+
+    html: Path
+    alone: list[ledger.Entry]  # the ledger after each build
+    added: list[ledger.Entry]
+    added_rows: int  # rows of the ledger page after the second build
+    edited: list[ledger.Entry]
+    edited_log: str  # what the third build printed
+
+
+@pytest.fixture(scope="module")
+def growing(tmp_path_factory: pytest.TempPathFactory) -> Growing:
+    # One book for two tests: the second build of the first test is where the second test starts.
+    output = tmp_path_factory.mktemp("growing")
     first = {"one": chapter("One", "checks.plan(square, 3.0).run()")}
-    html = build_book(tmp_path, small_book(tmp_path / "src", first), clean=False)
-    assert {item["chapter"] for item in ledger.load(html)} == {"One"}
+    html = build_book(output, small_book(output / "src", first), clean=False)
+    alone = ledger.load(html)
     later = {**first, "two": chapter("Two", SUM + "checks.plan(total, [1.0, 2.0]).run()")}
-    html = build_book(tmp_path, small_book(tmp_path / "src", later), clean=False)
-    items = ledger.load(html)
-    assert {item["chapter"] for item in items} == {"One", "Two"}
-    assert len(ledger_rows(html)) == len(items)
-
-
-def test_a_chapter_not_read_again_keeps_its_records_and_an_edited_one_replaces_its_own(tmp_path: Path) -> None:
-    chapters = {"one": chapter("One", "checks.plan(square, 3.0).run()"),
-                "two": chapter("Two", SUM + "checks.plan(total, [1.0, 2.0]).run()")}
-    source = small_book(tmp_path / "src", chapters)
-    html = build_book(tmp_path, source, clean=False)
-    before = {item["id"]: item for item in ledger.load(html)}
+    source = small_book(output / "src", later)
+    build_book(output, source, clean=False)
+    added, added_rows = ledger.load(html), len(ledger_rows(html))
     (source / "book" / "two.md").write_text(chapter("Two", SUM + "checks.plan(total, [5.0, 6.0, 7.0]).run()"))
-    result = jupyter_book("build", "--path-output", str(tmp_path), str(source))
+    result = jupyter_book("build", "--path-output", str(output), str(source))
     assert result.returncode == 0, result.stdout[-4000:]
-    assert "book/two" in result.stdout and "book/one" not in result.stdout  # only the edited chapter re-read
-    after = ledger.load(html)
+    return Growing(html, alone, added, added_rows, ledger.load(html), result.stdout)
+
+
+def test_a_chapter_added_later_joins_the_ledger(growing: Growing) -> None:
+    assert {item["chapter"] for item in growing.alone} == {"One"}
+    assert {item["chapter"] for item in growing.added} == {"One", "Two"}
+    assert growing.added_rows == len(growing.added)
+
+
+def test_a_chapter_not_read_again_keeps_its_records_and_an_edited_one_replaces_its_own(growing: Growing) -> None:
+    before = {item["id"]: item for item in growing.added}
+    assert "book/two" in growing.edited_log and "book/one" not in growing.edited_log  # only the edited one re-read
+    after = growing.edited
     assert {key for key, item in before.items() if item["chapter"] == "One"} == \
         {item["id"] for item in after if item["chapter"] == "One"}
     two = [item["x"] for item in after if item["chapter"] == "Two"]
     assert two and all(x == [5.0, 6.0, 7.0] for x in two)
-    assert len(ledger_rows(html)) == len(after)
+    assert len(ledger_rows(growing.html)) == len(after)
 
 
 def test_problems_do_not_stop_the_build_but_fail_python_dash_m_checks(tmp_path: Path) -> None:
