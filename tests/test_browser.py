@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -22,40 +23,72 @@ from .toc import LEDGER, toc_chapters, toc_files
 from .browser import PHONE, _open, built_pages
 
 
-def test_every_page_loads_without_console_errors_and_its_images_decode(book_html: Path, site: str, tab) -> None:
-    problems = {}
+@dataclass(frozen=True)
+class Visit:
+    """One built page as a default tab met it: what the page-level tests below read."""
+
+    problems: list[str]  # console errors and uncaught exceptions until its images were decoded
+    undecoded: list[str]  # images that do not decode
+    links: list[str]  # every link's absolute href
+    code_cells: int
+    copy_buttons: int  # in those code cells
+    untypeset: list[str] | None  # formulas MathJax left alone (None: the page has no formula)
+
+
+DECODE_JS = """() => Promise.all([...document.images].map(image => {
+    image.loading = "eager";
+    return image.decode().then(() => null, () => null).then(() => image.naturalWidth > 0 ? null : image.src);
+}))"""
+
+
+@pytest.fixture(scope="module")
+def visits(browser, site: str, book_html: Path) -> dict[str, Visit]:
+    """Every built page opened once, in the order of built_pages, instead of once per test that reads it."""
+    from playwright.sync_api import TimeoutError as Timeout
+
+    context = browser.new_context()
+    tab = context.new_page()
+    problems: list[str] = []
+    tab.on("console", lambda message: message.type == "error" and problems.append(message.text))
+    tab.on("pageerror", lambda error: problems.append(f"uncaught: {error}"))
+    visited = {}
     for name in built_pages(book_html):
-        tab.problems.clear()
+        problems.clear()
         _open(tab, book_html, site, name)
-        broken = tab.evaluate("""() => Promise.all([...document.images].map(image => {
-            image.loading = "eager";
-            return image.decode().then(() => null, () => null).then(() => image.naturalWidth > 0 ? null : image.src);
-        }))""")
-        found = tab.problems + [f"image does not decode: {src}" for src in broken if src]
+        undecoded = [src for src in tab.evaluate(DECODE_JS) if src]
+        seen = list(problems)
+        links = tab.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)")
+        cells = tab.locator("div.cell_input div.highlight").count()
+        buttons = tab.locator("div.cell_input div.highlight button.copybtn").count()
+        untypeset = None
+        if 'class="math' in (book_html / name).read_text(encoding="utf-8"):
+            try:
+                tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                                      timeout=15_000)
+            except Timeout:
+                untypeset = ["MathJax never started: its script did not load"]
+            else:
+                tab.evaluate("() => MathJax.startup.promise")
+                untypeset = tab.evaluate("""() => [...document.querySelectorAll('main .math')]
+                    .filter(node => !node.querySelector('mjx-container')).map(node => node.textContent.slice(0, 60))""")
+        visited[name] = Visit(seen, undecoded, links, cells, buttons, untypeset)
+    context.close()
+    return visited
+
+
+def test_every_page_loads_without_console_errors_and_its_images_decode(visits: dict[str, Visit]) -> None:
+    problems = {}
+    for name, visit in visits.items():
+        found = visit.problems + [f"image does not decode: {src}" for src in visit.undecoded]
         if found:
             problems[name] = found
     assert not problems, json.dumps(problems, indent=1)
 
 
-def test_every_formula_is_typeset_offline(book_html: Path, site: str, tab) -> None:
-    untypeset = {}
-    pages = [name for name in built_pages(book_html) if 'class="math' in (book_html / name).read_text(encoding="utf-8")]
+def test_every_formula_is_typeset_offline(visits: dict[str, Visit]) -> None:
+    pages = [name for name, visit in visits.items() if visit.untypeset is not None]
     assert "book/how-good-is-a-check.html" in pages
-    from playwright.sync_api import TimeoutError as Timeout
-
-    for name in pages:
-        _open(tab, book_html, site, name)
-        try:
-            tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-                                  timeout=15_000)
-        except Timeout:
-            untypeset[name] = ["MathJax never started: its script did not load"]
-            continue
-        tab.evaluate("() => MathJax.startup.promise")
-        left = tab.evaluate("""() => [...document.querySelectorAll('main .math')]
-            .filter(node => !node.querySelector('mjx-container')).map(node => node.textContent.slice(0, 60))""")
-        if left:
-            untypeset[name] = left
+    untypeset = {name: visits[name].untypeset for name in pages if visits[name].untypeset}
     assert not untypeset, json.dumps(untypeset, indent=1)
 
 
@@ -84,11 +117,10 @@ def _ids(path: Path) -> frozenset[str]:
     return frozenset(tag["id"] for tag in soup.find_all(id=True))
 
 
-def test_every_internal_link_resolves(book_html: Path, site: str, tab) -> None:
+def test_every_internal_link_resolves(book_html: Path, site: str, visits: dict[str, Visit]) -> None:
     broken = {}
-    for name in built_pages(book_html):
-        _open(tab, book_html, site, name)
-        for href in tab.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)"):
+    for name, visit in visits.items():
+        for href in visit.links:
             if not href.startswith(site):
                 continue
             parts = urlsplit(href)
@@ -173,12 +205,11 @@ def test_plots_fit_a_phone_screen(browser, site: str) -> None:
     assert seen, "no image found on any chapter page"
 
 
-def test_every_code_cell_gets_a_copy_button(site: str, tab) -> None:
+def test_every_code_cell_gets_a_copy_button(visits: dict[str, Visit]) -> None:
     for name in toc_chapters():
-        tab.goto(site + f"{name}.html", wait_until="load")
-        cells = tab.locator("div.cell_input div.highlight").count()
-        assert cells, name
-        assert tab.locator("div.cell_input div.highlight button.copybtn").count() == cells, name
+        visit = visits[f"{name}.html"]
+        assert visit.code_cells, name
+        assert visit.copy_buttons == visit.code_cells, name
 
 
 def test_the_ledger_json_download_holds_every_chapters_checks(book_html: Path, site: str, tab) -> None:
