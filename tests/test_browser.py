@@ -156,38 +156,6 @@ def _contrast(foreground: str, background: str) -> float:
     return (lighter + 0.05) / (darker + 0.05)
 
 
-BACKGROUND_JS = """element => {
-    for (let node = element; node; node = node.parentElement) {
-        const colour = getComputedStyle(node).backgroundColor;
-        if (colour !== "transparent" && !colour.startsWith("rgba(0, 0, 0, 0)")) return colour;
-    }
-    return "rgb(255, 255, 255)";
-}"""
-
-
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_plots_and_check_tables_are_legible_in_both_themes(browser, site: str, scheme: str) -> None:
-    context = browser.new_context(color_scheme=scheme)
-    tab = context.new_page()
-    images = tables = 0
-    for name in toc_chapters():
-        tab.goto(site + f"{name}.html", wait_until="load")
-        assert tab.evaluate("document.documentElement.dataset.theme") == scheme, name
-        page_background = tab.evaluate("getComputedStyle(document.body).backgroundColor")
-        assert (_luminance(page_background) < 0.2) == (scheme == "dark"), (name, page_background)
-        for image in tab.query_selector_all(".bd-content figure img, .bd-content div.cell_output img"):
-            images += 1
-            # Matplotlib's black text needs the light page it was drawn for.
-            assert _luminance(image.evaluate(BACKGROUND_JS)) > 0.9, (name, scheme)
-            assert image.evaluate("image => getComputedStyle(image).filter") == "none", (name, scheme)
-        for cell in tab.query_selector_all("table.checks-table td.checks-verdict"):
-            tables += 1
-            colour = cell.evaluate("cell => getComputedStyle(cell).color")
-            assert _contrast(colour, cell.evaluate(BACKGROUND_JS)) >= 4.5, (name, scheme, colour)
-    context.close()
-    assert images and tables, "no plot or check table found to test"
-
-
 def test_plots_fit_a_phone_screen(browser, site: str) -> None:
     context = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True)
     tab = context.new_page()
@@ -331,13 +299,35 @@ MEASURE_JS = """() => {
 }"""
 
 
+# What a reader's eye needs in each theme, read in the wide view: the theme and page background, each plot's
+# background (the first opaque one around it) and filter, each verdict cell's colour on its background.
+LEGIBLE_JS = """() => {
+    const background = element => {
+        for (let node = element; node; node = node.parentElement) {
+            const colour = getComputedStyle(node).backgroundColor;
+            if (colour !== "transparent" && !colour.startsWith("rgba(0, 0, 0, 0)")) return colour;
+        }
+        return "rgb(255, 255, 255)";
+    };
+    return {
+        theme: document.documentElement.dataset.theme,
+        page: getComputedStyle(document.body).backgroundColor,
+        images: [...document.querySelectorAll(".bd-content figure img, .bd-content div.cell_output img")]
+            .map(image => ({background: background(image), filter: getComputedStyle(image).filter})),
+        verdicts: [...document.querySelectorAll("table.checks-table td.checks-verdict")]
+            .map(cell => ({colour: getComputedStyle(cell).color, background: background(cell)})),
+    };
+}"""
+
+
 def _shot_name(name: str, width: str, theme: str) -> str:
     return f"{name.replace('/', '-')}-{width}-{theme}.png"
 
 
 @pytest.fixture(scope="session")
 def views(browser, site: str, book_html: Path) -> dict[tuple[str, str, str], dict]:
-    """Every page of the toc measured at 1280 and 390 px, light and dark; screenshots in _build/screenshots.
+    """Every page of the toc measured at 1280 and 390 px, light and dark (at 1280 also what legibility in each
+    theme needs, LEGIBLE_JS); screenshots in _build/screenshots.
 
     The ledger is measured after its table library has set it up (its filters and paging are what a
     reader meets).
@@ -356,6 +346,8 @@ def views(browser, site: str, book_html: Path) -> dict[tuple[str, str, str], dic
                     tab.wait_for_selector("div.checks-ledger-table .dt-container", timeout=15_000)
                 assert tab.evaluate("document.documentElement.dataset.theme") == theme, (name, theme)
                 measured[name, width, theme] = tab.evaluate(MEASURE_JS)
+                if viewport is WIDE:
+                    measured[name, width, theme]["legible"] = tab.evaluate(LEGIBLE_JS)
                 tab.screenshot(path=shots / _shot_name(name, width, theme), full_page=True)
             context.close()
     return measured
@@ -365,6 +357,24 @@ def test_screenshots_of_every_page_at_both_widths_and_themes(views, book_html: P
     shots = book_html.parent / "screenshots"
     missing = [_shot_name(*key) for key in views if not (shots / _shot_name(*key)).stat().st_size]
     assert len(views) == len(toc_files()) * len(VIEWS) * len(THEMES) and not missing, missing
+
+
+@pytest.mark.parametrize("scheme", THEMES)
+def test_plots_and_check_tables_are_legible_in_both_themes(views, scheme: str) -> None:
+    images = tables = 0
+    for name in toc_chapters():
+        found = views[name, "1280", scheme]["legible"]
+        assert found["theme"] == scheme, name
+        assert (_luminance(found["page"]) < 0.2) == (scheme == "dark"), (name, found["page"])
+        for image in found["images"]:
+            images += 1
+            # Matplotlib's black text needs the light page it was drawn for.
+            assert _luminance(image["background"]) > 0.9, (name, scheme)
+            assert image["filter"] == "none", (name, scheme)
+        for cell in found["verdicts"]:
+            tables += 1
+            assert _contrast(cell["colour"], cell["background"]) >= 4.5, (name, scheme, cell["colour"])
+    assert images and tables, "no plot or check table found to test"
 
 
 def test_the_verdict_of_every_check_row_is_in_view_without_scrolling_sideways(views) -> None:
