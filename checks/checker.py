@@ -60,6 +60,7 @@ import torch
 
 from .dtypes import dtype_name
 from .errors import CheckInputError, DtypeError, NaNInputError
+from .indices import unravel
 from .numerical import _Evaluator, _relative_step, default_step, machine_epsilon, require_memory
 from .observe import in_place_named
 from .validate import flag, memory, number
@@ -114,8 +115,7 @@ class Argument:
 
     def index(self, column: int) -> tuple[int, ...]:
         """The multi-index inside this input of a flattened column."""
-        return tuple(int(i) for i in torch.unravel_index(torch.tensor(column - self.offset), self.shape)) \
-            if self.shape else ()
+        return unravel(column - self.offset, self.shape)
 
 
 @dataclass(frozen=True)
@@ -276,9 +276,7 @@ class CheckReport:
 
     def output_index(self, row: int) -> tuple[int, ...]:
         """The multi-index in f's output of a Jacobian row (flat for tuple outputs)."""
-        if not self.output_shape:
-            return ()
-        return tuple(int(i) for i in torch.unravel_index(torch.tensor(row), self.output_shape))
+        return unravel(row, self.output_shape)
 
     def where(self, element: Element) -> str:
         return f"input `{element.argument}`, element {element.index}, output {self.output_index(element.output)}"

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 
 from .errors import ShapeMismatchError
+from .indices import unravel
 from .tolerances import Tolerance
 
 
@@ -45,7 +46,7 @@ def compare(observed: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance
     relative = difference / expected.abs()
     relative = torch.where(difference == 0, torch.zeros_like(relative), relative)
     flat_worst = int(difference.reshape(-1).argmax()) if difference.numel() else 0
-    worst_index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat_worst), difference.shape))
+    worst_index = unravel(flat_worst, difference.shape)
     mismatched = int(bad.sum())
     total = difference.numel()
     abs_error = float(difference.max()) if total else 0.0
@@ -57,9 +58,7 @@ def compare(observed: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance
             f"greatest relative difference {rel_error:.3g} (up to {tolerance.rtol:.3g} allowed)"
         )
     else:
-        rel_index = tuple(
-            int(i) for i in torch.unravel_index(torch.tensor(int(relative.reshape(-1).argmax())), relative.shape)
-        )
+        rel_index = unravel(int(relative.reshape(-1).argmax()), relative.shape)
         message = (
             f"Gradients are not close!\n"
             f"Mismatched elements: {mismatched} / {total} ({100 * mismatched / total:.1f}%)\n"

@@ -35,6 +35,7 @@ from typing import Any, Literal, get_args
 import torch
 
 from .errors import CheckInputError
+from .indices import unravel
 
 Number = float | int
 Value = Number | list[Any]
@@ -183,7 +184,7 @@ def _worst(expected: Value, observed: Value) -> list[dict[str, Any]]:
     got = torch.tensor(observed, dtype=torch.float64)
     difference = (got - wanted).abs().nan_to_num(nan=math.inf).reshape(-1)
     order = difference.topk(min(WORST_KEPT, difference.numel())).indices
-    return [{"index": [int(i) for i in torch.unravel_index(index, wanted.shape)],
+    return [{"index": list(unravel(int(index), wanted.shape)),
              "expected": float(wanted.reshape(-1)[index]), "observed": float(got.reshape(-1)[index]),
              "difference": float(difference[index])} for index in order]
 

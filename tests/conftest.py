@@ -1,13 +1,18 @@
 """Shared fixtures. The book is built once per test session, from a clean build folder.
 
+The build starts in the background when the session starts, and the tests that do not read it run first
+(scratch books, the package's own tests): they leave a core idle most of the time, which the build uses.
 Set CHECKS_BOOK_HTML to an existing _build/html folder to test that build instead (quick local reruns).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,9 +27,20 @@ ROOT = Path(__file__).resolve().parents[1]
 JUPYTER_BOOK = str(Path(sys.executable).with_name("jupyter-book"))
 
 
-# The session's book executes at least two chapters at a time, even on one core, so that a sequential
-# build has a parallel one to be compared with.
+# A parallel build executes at least two chapters at a time, even on one core, so that it differs from a
+# sequential one.
 PARALLEL = max(2, os.cpu_count() or 1)
+
+
+def _environment(processes: int | None) -> dict[str, str]:
+    """The test run's environment, with this checkout first on PYTHONPATH and `processes` kernels at a time
+    (CHECKS_BUILD_PROCESSES; None leaves the default)."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    env.pop(PROCESSES_VARIABLE, None)
+    if processes is not None:
+        env[PROCESSES_VARIABLE] = str(processes)
+    return env
 
 
 def jupyter_book(*arguments: str, processes: int | None = None) -> subprocess.CompletedProcess[str]:
@@ -32,12 +48,8 @@ def jupyter_book(*arguments: str, processes: int | None = None) -> subprocess.Co
 
     `processes` kernels execute chapters at a time (CHECKS_BUILD_PROCESSES); None leaves the default.
     """
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONPATH": path}
-    env.pop(PROCESSES_VARIABLE, None)
-    if processes is not None:
-        env[PROCESSES_VARIABLE] = str(processes)
-    return subprocess.run([JUPYTER_BOOK, *arguments], capture_output=True, text=True, cwd=ROOT, env=env)
+    return subprocess.run([JUPYTER_BOOK, *arguments], capture_output=True, text=True, cwd=ROOT,
+                          env=_environment(processes))
 
 
 def build_book(output: Path, source: Path = ROOT, *, clean: bool = True, processes: int | None = None) -> Path:
@@ -49,9 +61,52 @@ def build_book(output: Path, source: Path = ROOT, *, clean: bool = True, process
     return output / "_build" / "html"
 
 
+def _reads_the_book(item: pytest.Item) -> bool:
+    return "book_html" in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Tests that do not read the session's book first (in their usual order), while it builds.
+    items.sort(key=_reads_the_book)
+
+
+@dataclass
+class _Build:
+    """The session's book, building in the background into output/_build, its log in output/build.log."""
+
+    output: Path
+    process: subprocess.Popen[bytes]
+
+    def wait(self) -> Path:
+        if self.process.wait() != 0:
+            log = (self.output / "build.log").read_text(encoding="utf-8", errors="replace")
+            pytest.fail(f"jupyter-book build failed ({self.process.returncode}):\n{log[-12000:]}")
+        return self.output / "_build" / "html"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_build(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Build | None]:
+    """Start building the book when the session starts, if any test of the session reads it."""
+    if os.environ.get("CHECKS_BOOK_HTML") or not any(map(_reads_the_book, request.session.items)):
+        yield None
+        return
+    output = tmp_path_factory.mktemp("book")
+    with open(output / "build.log", "wb") as log:
+        process = subprocess.Popen([JUPYTER_BOOK, "build", "--all", "--path-output", str(output), str(ROOT)],
+                                   stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=_environment(PARALLEL),
+                                   start_new_session=True)
+    try:
+        yield _Build(output, process)
+    finally:  # a session stopped early (-x) leaves no build running, kernels included (its process group)
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait()
+
+
 @pytest.fixture(scope="session")
-def book_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def book_html(_session_build: _Build | None) -> Path:
     reuse = os.environ.get("CHECKS_BOOK_HTML")
     if reuse:
         return Path(reuse)
-    return build_book(tmp_path_factory.mktemp("book"), processes=PARALLEL)
+    assert _session_build is not None, "a test reads the book, so the session started building it"
+    return _session_build.wait()

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from bs4 import BeautifulSoup
 
+import checks.__main__
 from checks.display import HEADINGS, RECORDS_MIME
 
 
@@ -67,3 +71,21 @@ def without_exercises(soup: BeautifulSoup) -> BeautifulSoup:
     for section in copy.select("section#exercises"):
         section.decompose()
     return copy
+
+
+@dataclass(frozen=True)
+class Verified:
+    """What `python -m checks` answered: its exit status and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def verify(html: Path) -> Verified:
+    """`python -m checks html`, by the command's own main() in this process: the same answer without a new
+    Python importing torch for every call (tests/test_ledger.py runs it once as a module)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        returncode = checks.__main__.main([str(html)])
+    return Verified(returncode, out.getvalue(), err.getvalue())

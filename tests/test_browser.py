@@ -1,15 +1,16 @@
 """The built site in a real headless browser (Debian's chromium, driven by Playwright's Python package).
 
 The site is served over HTTP from a local thread: the search page fetches its index, which a file:// page
-cannot. Requests to other hosts get an empty answer, so the tests run offline and see only what this site
-does (MathJax included: the site serves its own copy). Without playwright or chromium the tests skip, naming what is missing; with
-CHECKS_REQUIRE_BROWSER=1 (set by .ci/run) they fail instead. CHECKS_CHROMIUM names another browser binary.
+cannot. Requests to other hosts are refused (tests/browser.py), so the tests run offline and see only what this
+site does (MathJax included: the site serves its own copy). Without playwright or chromium the tests skip,
+naming what is missing; with CHECKS_REQUIRE_BROWSER=1 (set by .ci/run) they fail instead. CHECKS_CHROMIUM names another browser binary.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -19,44 +20,83 @@ from bs4 import BeautifulSoup
 from .helpers import embedded_records, page as read_page
 from .toc import LEDGER, toc_chapters, toc_files
 
-from .browser import PHONE, _offline, _open, built_pages
+from .browser import PHONE, _open, built_pages
 
 
-def test_every_page_loads_without_console_errors_and_its_images_decode(book_html: Path, site: str, tab) -> None:
-    problems = {}
+@dataclass(frozen=True)
+class Visit:
+    """One built page as a default tab met it: what the page-level tests below read."""
+
+    problems: list[str]  # console errors and uncaught exceptions until its images were decoded
+    undecoded: list[str]  # images that do not decode
+    links: list[str]  # every link's absolute href
+    code_cells: int
+    copy_buttons: int  # in those code cells
+    untypeset: list[str] | None  # formulas MathJax left alone (None: the page has no formula)
+
+
+DECODE_JS = """() => Promise.all([...document.images].map(image => {
+    image.loading = "eager";
+    return image.decode().then(() => null, () => null).then(() => image.naturalWidth > 0 ? null : image.src);
+}))"""
+
+
+@pytest.fixture(scope="module")
+def visits(browser, site: str, book_html: Path) -> dict[str, Visit]:
+    """Every built page opened once, in the order of built_pages, instead of once per test that reads it."""
+    from playwright.sync_api import TimeoutError as Timeout
+
+    context = browser.new_context()
+    tab = context.new_page()
+    problems: list[str] = []
+    tab.on("console", lambda message: message.type == "error" and problems.append(message.text))
+    tab.on("pageerror", lambda error: problems.append(f"uncaught: {error}"))
+    visited = {}
     for name in built_pages(book_html):
-        tab.problems.clear()
+        problems.clear()
         _open(tab, book_html, site, name)
-        broken = tab.evaluate("""() => Promise.all([...document.images].map(image => {
-            image.loading = "eager";
-            return image.decode().then(() => null, () => null).then(() => image.naturalWidth > 0 ? null : image.src);
-        }))""")
-        found = tab.problems + [f"image does not decode: {src}" for src in broken if src]
+        undecoded = [src for src in tab.evaluate(DECODE_JS) if src]
+        seen = list(problems)
+        links = tab.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)")
+        cells = tab.locator("div.cell_input div.highlight").count()
+        buttons = tab.locator("div.cell_input div.highlight button.copybtn").count()
+        untypeset = None
+        if 'class="math' in (book_html / name).read_text(encoding="utf-8"):
+            try:
+                tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                                      timeout=15_000)
+            except Timeout:
+                untypeset = ["MathJax never started: its script did not load"]
+            else:
+                tab.evaluate("() => MathJax.startup.promise")
+                untypeset = tab.evaluate("""() => [...document.querySelectorAll('main .math')]
+                    .filter(node => !node.querySelector('mjx-container')).map(node => node.textContent.slice(0, 60))""")
+        visited[name] = Visit(seen, undecoded, links, cells, buttons, untypeset)
+    context.close()
+    return visited
+
+
+def test_every_page_loads_without_console_errors_and_its_images_decode(visits: dict[str, Visit]) -> None:
+    problems = {}
+    for name, visit in visits.items():
+        found = visit.problems + [f"image does not decode: {src}" for src in visit.undecoded]
         if found:
             problems[name] = found
     assert not problems, json.dumps(problems, indent=1)
 
 
-def test_every_formula_is_typeset_offline(book_html: Path, site: str, tab) -> None:
-    untypeset = {}
-    pages = [name for name in built_pages(book_html) if 'class="math' in (book_html / name).read_text(encoding="utf-8")]
+def test_every_formula_is_typeset_offline(visits: dict[str, Visit]) -> None:
+    pages = [name for name, visit in visits.items() if visit.untypeset is not None]
     assert "book/how-good-is-a-check.html" in pages
-    from playwright.sync_api import TimeoutError as Timeout
-
-    for name in pages:
-        _open(tab, book_html, site, name)
-        try:
-            tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-                                  timeout=15_000)
-        except Timeout:
-            untypeset[name] = ["MathJax never started: its script did not load"]
-            continue
-        tab.evaluate("() => MathJax.startup.promise")
-        left = tab.evaluate("""() => [...document.querySelectorAll('main .math')]
-            .filter(node => !node.querySelector('mjx-container')).map(node => node.textContent.slice(0, 60))""")
-        if left:
-            untypeset[name] = left
+    untypeset = {name: visits[name].untypeset for name in pages if visits[name].untypeset}
     assert not untypeset, json.dumps(untypeset, indent=1)
+
+
+def test_the_browser_reaches_no_other_host(site: str, tab) -> None:
+    tab.goto(site + "search.html", wait_until="load")
+    answers = [tab.evaluate("url => fetch(url, {mode: 'no-cors'}).then(() => 'answered', () => 'refused')", url)
+               for url in ("https://example.com/", "http://93.184.216.34/", site)]
+    assert answers == ["refused", "refused", "answered"]
 
 
 def test_no_page_loads_a_script_or_stylesheet_from_another_host(book_html: Path) -> None:
@@ -77,11 +117,10 @@ def _ids(path: Path) -> frozenset[str]:
     return frozenset(tag["id"] for tag in soup.find_all(id=True))
 
 
-def test_every_internal_link_resolves(book_html: Path, site: str, tab) -> None:
+def test_every_internal_link_resolves(book_html: Path, site: str, visits: dict[str, Visit]) -> None:
     broken = {}
-    for name in built_pages(book_html):
-        _open(tab, book_html, site, name)
-        for href in tab.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)"):
+    for name, visit in visits.items():
+        for href in visit.links:
             if not href.startswith(site):
                 continue
             parts = urlsplit(href)
@@ -117,42 +156,8 @@ def _contrast(foreground: str, background: str) -> float:
     return (lighter + 0.05) / (darker + 0.05)
 
 
-BACKGROUND_JS = """element => {
-    for (let node = element; node; node = node.parentElement) {
-        const colour = getComputedStyle(node).backgroundColor;
-        if (colour !== "transparent" && !colour.startsWith("rgba(0, 0, 0, 0)")) return colour;
-    }
-    return "rgb(255, 255, 255)";
-}"""
-
-
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_plots_and_check_tables_are_legible_in_both_themes(browser, site: str, scheme: str) -> None:
-    context = browser.new_context(color_scheme=scheme)
-    context.route(lambda url: not url.startswith(site), _offline)
-    tab = context.new_page()
-    images = tables = 0
-    for name in toc_chapters():
-        tab.goto(site + f"{name}.html", wait_until="load")
-        assert tab.evaluate("document.documentElement.dataset.theme") == scheme, name
-        page_background = tab.evaluate("getComputedStyle(document.body).backgroundColor")
-        assert (_luminance(page_background) < 0.2) == (scheme == "dark"), (name, page_background)
-        for image in tab.query_selector_all(".bd-content figure img, .bd-content div.cell_output img"):
-            images += 1
-            # Matplotlib's black text needs the light page it was drawn for.
-            assert _luminance(image.evaluate(BACKGROUND_JS)) > 0.9, (name, scheme)
-            assert image.evaluate("image => getComputedStyle(image).filter") == "none", (name, scheme)
-        for cell in tab.query_selector_all("table.checks-table td.checks-verdict"):
-            tables += 1
-            colour = cell.evaluate("cell => getComputedStyle(cell).color")
-            assert _contrast(colour, cell.evaluate(BACKGROUND_JS)) >= 4.5, (name, scheme, colour)
-    context.close()
-    assert images and tables, "no plot or check table found to test"
-
-
 def test_plots_fit_a_phone_screen(browser, site: str) -> None:
     context = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True)
-    context.route(lambda url: not url.startswith(site), _offline)
     tab = context.new_page()
     seen = 0
     for name in toc_files():
@@ -168,12 +173,11 @@ def test_plots_fit_a_phone_screen(browser, site: str) -> None:
     assert seen, "no image found on any chapter page"
 
 
-def test_every_code_cell_gets_a_copy_button(site: str, tab) -> None:
+def test_every_code_cell_gets_a_copy_button(visits: dict[str, Visit]) -> None:
     for name in toc_chapters():
-        tab.goto(site + f"{name}.html", wait_until="load")
-        cells = tab.locator("div.cell_input div.highlight").count()
-        assert cells, name
-        assert tab.locator("div.cell_input div.highlight button.copybtn").count() == cells, name
+        visit = visits[f"{name}.html"]
+        assert visit.code_cells, name
+        assert visit.copy_buttons == visit.code_cells, name
 
 
 def test_the_ledger_json_download_holds_every_chapters_checks(book_html: Path, site: str, tab) -> None:
@@ -295,13 +299,35 @@ MEASURE_JS = """() => {
 }"""
 
 
+# What a reader's eye needs in each theme, read in the wide view: the theme and page background, each plot's
+# background (the first opaque one around it) and filter, each verdict cell's colour on its background.
+LEGIBLE_JS = """() => {
+    const background = element => {
+        for (let node = element; node; node = node.parentElement) {
+            const colour = getComputedStyle(node).backgroundColor;
+            if (colour !== "transparent" && !colour.startsWith("rgba(0, 0, 0, 0)")) return colour;
+        }
+        return "rgb(255, 255, 255)";
+    };
+    return {
+        theme: document.documentElement.dataset.theme,
+        page: getComputedStyle(document.body).backgroundColor,
+        images: [...document.querySelectorAll(".bd-content figure img, .bd-content div.cell_output img")]
+            .map(image => ({background: background(image), filter: getComputedStyle(image).filter})),
+        verdicts: [...document.querySelectorAll("table.checks-table td.checks-verdict")]
+            .map(cell => ({colour: getComputedStyle(cell).color, background: background(cell)})),
+    };
+}"""
+
+
 def _shot_name(name: str, width: str, theme: str) -> str:
     return f"{name.replace('/', '-')}-{width}-{theme}.png"
 
 
 @pytest.fixture(scope="session")
 def views(browser, site: str, book_html: Path) -> dict[tuple[str, str, str], dict]:
-    """Every page of the toc measured at 1280 and 390 px, light and dark; screenshots in _build/screenshots.
+    """Every page of the toc measured at 1280 and 390 px, light and dark (at 1280 also what legibility in each
+    theme needs, LEGIBLE_JS); screenshots in _build/screenshots.
 
     The ledger is measured after its table library has set it up (its filters and paging are what a
     reader meets).
@@ -313,7 +339,6 @@ def views(browser, site: str, book_html: Path) -> dict[tuple[str, str, str], dic
         for theme in THEMES:
             phone = viewport is PHONE
             context = browser.new_context(viewport=viewport, color_scheme=theme, is_mobile=phone, has_touch=phone)
-            context.route(lambda url: not url.startswith(site), _offline)
             tab = context.new_page()
             for name in toc_files():
                 tab.goto(site + f"{name}.html", wait_until="load")
@@ -321,6 +346,8 @@ def views(browser, site: str, book_html: Path) -> dict[tuple[str, str, str], dic
                     tab.wait_for_selector("div.checks-ledger-table .dt-container", timeout=15_000)
                 assert tab.evaluate("document.documentElement.dataset.theme") == theme, (name, theme)
                 measured[name, width, theme] = tab.evaluate(MEASURE_JS)
+                if viewport is WIDE:
+                    measured[name, width, theme]["legible"] = tab.evaluate(LEGIBLE_JS)
                 tab.screenshot(path=shots / _shot_name(name, width, theme), full_page=True)
             context.close()
     return measured
@@ -330,6 +357,24 @@ def test_screenshots_of_every_page_at_both_widths_and_themes(views, book_html: P
     shots = book_html.parent / "screenshots"
     missing = [_shot_name(*key) for key in views if not (shots / _shot_name(*key)).stat().st_size]
     assert len(views) == len(toc_files()) * len(VIEWS) * len(THEMES) and not missing, missing
+
+
+@pytest.mark.parametrize("scheme", THEMES)
+def test_plots_and_check_tables_are_legible_in_both_themes(views, scheme: str) -> None:
+    images = tables = 0
+    for name in toc_chapters():
+        found = views[name, "1280", scheme]["legible"]
+        assert found["theme"] == scheme, name
+        assert (_luminance(found["page"]) < 0.2) == (scheme == "dark"), (name, found["page"])
+        for image in found["images"]:
+            images += 1
+            # Matplotlib's black text needs the light page it was drawn for.
+            assert _luminance(image["background"]) > 0.9, (name, scheme)
+            assert image["filter"] == "none", (name, scheme)
+        for cell in found["verdicts"]:
+            tables += 1
+            assert _contrast(cell["colour"], cell["background"]) >= 4.5, (name, scheme, cell["colour"])
+    assert images and tables, "no plot or check table found to test"
 
 
 def test_the_verdict_of_every_check_row_is_in_view_without_scrolling_sideways(views) -> None:
@@ -393,7 +438,6 @@ def test_the_ledger_s_filter_narrows_its_rows_to_the_outcome_picked(browser, sit
     failures = sum(item["outcome"] == "expected failure" for item in entries)
     assert 0 < failures < len(entries)
     context = browser.new_context(viewport=WIDE)
-    context.route(lambda url: not url.startswith(site), _offline)
     tab = context.new_page()
     errors = []
     tab.on("console", lambda message: message.type == "error" and errors.append(message.text))

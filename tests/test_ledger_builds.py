@@ -1,21 +1,21 @@
-"""The ledger across builds: the same after a second clean build and after a no-change rebuild, complete
-when a chapter is added later, and problems (an unexpected failure or pass) caught after a build that
-still completes."""
+"""The ledger across builds: the same whether chapters execute several at a time or one at a time, the same
+after a no-change rebuild, complete when a chapter is added later, and problems (an unexpected failure or
+pass) caught after a build that still completes."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
-import subprocess
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from checks import ledger
 
-from .conftest import ROOT, build_book, jupyter_book
-from .helpers import page
+from .conftest import PARALLEL, ROOT, build_book, jupyter_book
+from .helpers import page, verify
 from .test_build_behaviour import CHAPTER_HEADER
 
 
@@ -23,28 +23,49 @@ def ledger_rows(html: Path) -> list[str]:
     return [str(row) for row in page(html, "book/ledger.html").select("table.checks-ledger tbody tr")]
 
 
+# Real chapters of the book, executed in a scratch book of their own: enough of them that a parallel build
+# runs two at once, few enough that building them twice is cheaper than a second build of the whole book.
+REAL_CHAPTERS = ("small-function", "failures", "finite-differences")
+
+
 @pytest.fixture(scope="module")
-def second_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A second clean build, executing one chapter at a time (the session's executes several at once)."""
-    return build_book(tmp_path_factory.mktemp("second"), processes=1)
+def both_builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """The source of a scratch book of real chapters and two clean builds of it (their html folders):
+    several chapters at a time, then one at a time."""
+    source = small_book(tmp_path_factory.mktemp("real") / "src",
+                        {name: (ROOT / "book" / f"{name}.md").read_text(encoding="utf-8") for name in REAL_CHAPTERS})
+    built = []
+    for processes in (PARALLEL, 1):
+        output = tmp_path_factory.mktemp(f"processes-{processes}")
+        result = jupyter_book("build", "--path-output", str(output), str(source), processes=processes)
+        assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
+        # Each chapter says how many kernels ran at once: the two builds did execute differently.
+        executed = re.findall(r"Executed notebook in [0-9.]+ seconds \((\d+) at a time\)", result.stdout)
+        assert executed == [str(processes)] * len(REAL_CHAPTERS), result.stdout[-6000:]
+        built.append(output / "_build" / "html")
+    return source, built[0], built[1]
 
 
-def test_a_parallel_and_a_sequential_clean_build_give_the_same_ledger(book_html: Path, second_build: Path) -> None:
+def test_a_parallel_and_a_sequential_clean_build_give_the_same_ledger(both_builds: tuple[Path, Path, Path]) -> None:
     # Records hold no timestamps or timings, so the two ledgers are compared whole, but for where the
     # sources are seen from each (the builds are in different folders).
-    first, second = (json.loads((html / ledger.LEDGER_JSON).read_text()) for html in (book_html, second_build))
+    _, parallel, sequential = both_builds
+    first, second = (json.loads((html / ledger.LEDGER_JSON).read_text()) for html in (parallel, sequential))
     for stamp in (first, second):
         assert stamp["build"].pop("sources")
+    assert {item["chapter"] for item in first["checks"]} == {item["chapter"] for item in first["build"]["chapters"]}
+    assert len(first["build"]["chapters"]) == len(REAL_CHAPTERS)
     assert first == second
-    assert ledger_rows(second_build) == ledger_rows(book_html)
+    assert ledger_rows(sequential) == ledger_rows(parallel)
 
 
-def test_a_no_change_rebuild_keeps_the_ledger(second_build: Path) -> None:
-    before = (second_build / ledger.LEDGER_JSON).read_text()
-    rows = ledger_rows(second_build)
-    build_book(second_build.parents[1], clean=False)
-    assert (second_build / ledger.LEDGER_JSON).read_text() == before
-    assert ledger_rows(second_build) == rows
+def test_a_no_change_rebuild_keeps_the_ledger(both_builds: tuple[Path, Path, Path]) -> None:
+    source, _, html = both_builds
+    before = (html / ledger.LEDGER_JSON).read_text()
+    rows = ledger_rows(html)
+    build_book(html.parents[1], source, clean=False)
+    assert (html / ledger.LEDGER_JSON).read_text() == before
+    assert ledger_rows(html) == rows
 
 
 def chapter(title: str, check: str) -> str:
@@ -71,33 +92,50 @@ SUM = ("total = checks.Expectation('x.sum()', lambda x: x.sum(), 'ones_like(x)',
        "'sum rule')\n")
 
 
-def test_a_chapter_added_later_joins_the_ledger(tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class Growing:
+    """One scratch book through three builds: a chapter; a second one added; the second one edited."""
+
+    html: Path
+    alone: list[ledger.Entry]  # the ledger after each build
+    added: list[ledger.Entry]
+    added_rows: int  # rows of the ledger page after the second build
+    edited: list[ledger.Entry]
+    edited_log: str  # what the third build printed
+
+
+@pytest.fixture(scope="module")
+def growing(tmp_path_factory: pytest.TempPathFactory) -> Growing:
+    # One book for two tests: the second build of the first test is where the second test starts.
+    output = tmp_path_factory.mktemp("growing")
     first = {"one": chapter("One", "checks.plan(square, 3.0).run()")}
-    html = build_book(tmp_path, small_book(tmp_path / "src", first), clean=False)
-    assert {item["chapter"] for item in ledger.load(html)} == {"One"}
+    html = build_book(output, small_book(output / "src", first), clean=False)
+    alone = ledger.load(html)
     later = {**first, "two": chapter("Two", SUM + "checks.plan(total, [1.0, 2.0]).run()")}
-    html = build_book(tmp_path, small_book(tmp_path / "src", later), clean=False)
-    items = ledger.load(html)
-    assert {item["chapter"] for item in items} == {"One", "Two"}
-    assert len(ledger_rows(html)) == len(items)
-
-
-def test_a_chapter_not_read_again_keeps_its_records_and_an_edited_one_replaces_its_own(tmp_path: Path) -> None:
-    chapters = {"one": chapter("One", "checks.plan(square, 3.0).run()"),
-                "two": chapter("Two", SUM + "checks.plan(total, [1.0, 2.0]).run()")}
-    source = small_book(tmp_path / "src", chapters)
-    html = build_book(tmp_path, source, clean=False)
-    before = {item["id"]: item for item in ledger.load(html)}
+    source = small_book(output / "src", later)
+    build_book(output, source, clean=False)
+    added, added_rows = ledger.load(html), len(ledger_rows(html))
     (source / "book" / "two.md").write_text(chapter("Two", SUM + "checks.plan(total, [5.0, 6.0, 7.0]).run()"))
-    result = jupyter_book("build", "--path-output", str(tmp_path), str(source))
+    result = jupyter_book("build", "--path-output", str(output), str(source))
     assert result.returncode == 0, result.stdout[-4000:]
-    assert "book/two" in result.stdout and "book/one" not in result.stdout  # only the edited chapter re-read
-    after = ledger.load(html)
+    return Growing(html, alone, added, added_rows, ledger.load(html), result.stdout)
+
+
+def test_a_chapter_added_later_joins_the_ledger(growing: Growing) -> None:
+    assert {item["chapter"] for item in growing.alone} == {"One"}
+    assert {item["chapter"] for item in growing.added} == {"One", "Two"}
+    assert growing.added_rows == len(growing.added)
+
+
+def test_a_chapter_not_read_again_keeps_its_records_and_an_edited_one_replaces_its_own(growing: Growing) -> None:
+    before = {item["id"]: item for item in growing.added}
+    assert "book/two" in growing.edited_log and "book/one" not in growing.edited_log  # only the edited one re-read
+    after = growing.edited
     assert {key for key, item in before.items() if item["chapter"] == "One"} == \
         {item["id"] for item in after if item["chapter"] == "One"}
     two = [item["x"] for item in after if item["chapter"] == "Two"]
     assert two and all(x == [5.0, 6.0, 7.0] for x in two)
-    assert len(ledger_rows(html)) == len(after)
+    assert len(ledger_rows(growing.html)) == len(after)
 
 
 def test_problems_do_not_stop_the_build_but_fail_python_dash_m_checks(tmp_path: Path) -> None:
@@ -109,7 +147,7 @@ def test_problems_do_not_stop_the_build_but_fail_python_dash_m_checks(tmp_path: 
     html = build_book(tmp_path, small_book(tmp_path / "src", chapters))
     shown = page(html, "book/slip.html").select("div.checks-failure")
     assert shown, "the unexpected failure is shown on its page"
-    result = subprocess.run([sys.executable, "-m", "checks", str(html)], capture_output=True, text=True, cwd=ROOT)
+    result = verify(html)
     assert result.returncode == 1
     assert "unexpected failure: x*x at x=3" in result.stdout
     assert "unexpected pass: x*x at x=3" in result.stdout

@@ -5,22 +5,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from checks import ledger
 
-from .conftest import ROOT, build_book, jupyter_book
-from .helpers import embedded_records, page
+from .conftest import build_book, jupyter_book
+from .helpers import Verified, embedded_records, page, verify
 from .test_ledger_builds import SUM, chapter, ledger_rows, small_book
 
 WRONG = "wrong = checks.Expectation('x*x', lambda x: x * x, '3*x', lambda x: 3 * x, 'a slip')\n"
-
-
-def verify(html: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "checks", str(html)], capture_output=True, text=True, cwd=ROOT)
 
 
 HIDDEN = (
@@ -51,18 +47,6 @@ def test_a_check_printed_assigned_framed_or_hidden_reaches_the_ledger(tmp_path: 
     assert "6 checks: 5 unexpected failure, 1 pass" in result.stdout
 
 
-def test_a_failed_build_leaves_no_ledger_that_verifies(tmp_path: Path) -> None:
-    source = small_book(tmp_path / "src", {"one": chapter("One", "checks.plan(square, 3.0).run()")})
-    html = build_book(tmp_path, source, clean=False)
-    assert verify(html).returncode == 0
-    (source / "book" / "one.md").write_text(chapter("One", "checks.plan(square, 3.0).run()\n1 / 0"))
-    result = jupyter_book("build", "--path-output", str(tmp_path), str(source))
-    assert result.returncode != 0 and "ZeroDivisionError" in result.stdout + result.stderr
-    refused = verify(html)
-    assert refused.returncode == 2
-    assert "no ledger" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
-
-
 KILLER = '''
 import os
 
@@ -78,33 +62,72 @@ def setup(app):
 '''
 
 
-def test_a_build_killed_while_writing_then_rebuilt_leaves_no_stale_ledger_page(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@dataclass(frozen=True)
+class Broken:
+    """One scratch book through the ways a build can end badly, and what each left behind."""
+
+    killed: subprocess.CompletedProcess[str]  # a chapter edited, the build killed while writing the ledger page
+    killed_rows: list[str]  # the ledger page's rows after it
+    killed_verified: Verified
+    rebuilt_items: list[ledger.Entry]  # after a build with nothing killed
+    rebuilt_rows: list[str]
+    rebuilt_anchors: set[str]  # the ids of the records the chapter's page shows
+    rebuilt_verified: Verified
+    failed: subprocess.CompletedProcess[str]  # then a chapter that raises
+    failed_verified: Verified
+
+
+def ledger_row_texts(html: Path) -> list[str]:
+    return [row.get_text(" ") for row in page(html, "book/ledger.html").select("table.checks-ledger tbody tr")]
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory: pytest.TempPathFactory) -> Broken:
+    # One book for two tests: the failing chapter is an edit of the book the killed build left, rebuilt.
+    output = tmp_path_factory.mktemp("broken")
     chapters = {"one": chapter("One", "checks.plan(square, 3.0).run()")}
-    source = small_book(tmp_path / "src", chapters)
+    source = small_book(output / "src", chapters)
     (source / "killer.py").write_text(KILLER)
     config = (source / "_config.yml").read_text().replace("    - checks.reader\n", "    - checks.reader\n    - killer\n")
     (source / "_config.yml").write_text(config)
-    monkeypatch.setenv("PYTHONPATH", str(source))
-    html = build_book(tmp_path, source, clean=False)
-    # The chapter changes; the build reads it (and saves its records), then dies before the ledger page.
-    (source / "book" / "one.md").write_text(chapter("One", SUM + "checks.plan(total, [1.0, 2.0]).run()"))
-    monkeypatch.setenv("KILL_WHILE_WRITING", "book/ledger")
-    killed = jupyter_book("build", "--path-output", str(tmp_path), str(source))
-    assert killed.returncode != 0
-    stale = page(html, "book/ledger.html").select("table.checks-ledger tbody tr")
-    assert len(stale) == 1 and "x=[1.0, 2.0]" not in stale[0].get_text(" "), "the killed build left the old page"
-    assert verify(html).returncode == 2
-    monkeypatch.delenv("KILL_WHILE_WRITING")
-    html = build_book(tmp_path, source, clean=False)
-    items = ledger.load(html)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("PYTHONPATH", str(source))
+        html = build_book(output, source, clean=False)
+        # The chapter changes; the build reads it (and saves its records), then dies before the ledger page.
+        (source / "book" / "one.md").write_text(chapter("One", SUM + "checks.plan(total, [1.0, 2.0]).run()"))
+        monkeypatch.setenv("KILL_WHILE_WRITING", "book/ledger")
+        killed = jupyter_book("build", "--path-output", str(output), str(source))
+        killed_rows, killed_verified = ledger_row_texts(html), verify(html)
+        monkeypatch.delenv("KILL_WHILE_WRITING")
+        html = build_book(output, source, clean=False)
+        rebuilt_items, rebuilt_rows, rebuilt_verified = ledger.load(html), ledger_row_texts(html), verify(html)
+        rebuilt_anchors = {record["id"] for record in embedded_records(page(html, "book/one.html"))}
+        (source / "book" / "one.md").write_text(chapter("One", SUM + "checks.plan(total, [1.0, 2.0]).run()\n1 / 0"))
+        failed = jupyter_book("build", "--path-output", str(output), str(source))
+    return Broken(killed, killed_rows, killed_verified, rebuilt_items, rebuilt_rows, rebuilt_anchors, rebuilt_verified,
+                  failed, verify(html))
+
+
+def test_a_build_killed_while_writing_then_rebuilt_leaves_no_stale_ledger_page(broken: Broken) -> None:
+    assert broken.killed.returncode != 0
+    stale = broken.killed_rows
+    assert len(stale) == 1 and "x=[1.0, 2.0]" not in stale[0], "the killed build left the old page"
+    assert broken.killed_verified.returncode == 2
+    items = broken.rebuilt_items
     assert [item["x"] for item in items] == [[1.0, 2.0]]
-    rows = page(html, "book/ledger.html").select("table.checks-ledger tbody tr")
-    assert len(rows) == 1 and "x=[1.0, 2.0]" in rows[0].get_text(" ")
-    anchors = {record["id"] for record in embedded_records(page(html, "book/one.html"))}
-    assert {item["anchor"] for item in items} <= anchors
-    assert verify(html).returncode == 0
+    rows = broken.rebuilt_rows
+    assert len(rows) == 1 and "x=[1.0, 2.0]" in rows[0]
+    assert {item["anchor"] for item in items} <= broken.rebuilt_anchors
+    assert broken.rebuilt_verified.returncode == 0
+
+
+def test_a_failed_build_leaves_no_ledger_that_verifies(broken: Broken) -> None:
+    assert broken.rebuilt_verified.returncode == 0  # the book verified before the chapter was broken
+    result = broken.failed
+    assert result.returncode != 0 and "ZeroDivisionError" in result.stdout + result.stderr
+    refused = broken.failed_verified
+    assert refused.returncode == 2
+    assert "no ledger" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
 
 
 def test_a_tampered_ledger_from_a_real_build_is_refused(tmp_path: Path) -> None:
