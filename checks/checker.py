@@ -438,7 +438,8 @@ class _Search:
         self.evaluate, self.x, self.eps, self.tiny = evaluate, x.detach().reshape(-1), eps, tiny
         self.safety, self.resolution = safety, resolution
         self.value = value.detach().to(torch.float64).reshape(-1).cpu().numpy()
-        self.magnitude = np.abs(self.x.to(torch.float64).cpu().numpy())
+        self.x_numpy = self.x.cpu().numpy()
+        self.magnitude = np.abs(self.x_numpy.astype(np.float64))
         n, m = self.x.numel(), self.value.size
         self.size = np.maximum(self.magnitude, 1.0)
         self.grid = np.indices((n, m), sparse=True)  # (column, output) indices into the (n, m) tables
@@ -479,20 +480,20 @@ class _Search:
 
     def _pairs(self, level_of: np.ndarray, column_of: np.ndarray) -> None:
         """Central differences at level_of[k] for column column_of[k], every pair in one batch."""
-        x = self.x
-        index = torch.as_tensor(column_of, device=x.device)
-        wanted = torch.as_tensor(self.h0 * 2.0 ** -level_of * self.size[column_of], dtype=x.dtype, device=x.device)
-        h = ((x[index] + wanted) - x[index]).to(torch.float64).cpu().numpy()  # the steps x really receives
+        # The points are built in numpy, in x's dtype: IEEE addition rounds alike there and on any device.
+        x = self.x_numpy
+        wanted = (self.h0 * 2.0 ** -level_of * self.size[column_of]).astype(x.dtype)
+        h = ((x[column_of] + wanted) - x[column_of]).astype(np.float64)  # the steps x really receives
         usable = h != 0
         self.active[column_of[~usable]] = False  # the step rounded to zero: no smaller step exists
         if not usable.any():
             return
         used, level_of, h = column_of[usable], level_of[usable], h[usable]
         rows = h.size
-        bump = torch.zeros(rows, x.numel(), dtype=x.dtype, device=x.device)
-        bump[torch.arange(rows, device=x.device), torch.as_tensor(used, device=x.device)] = \
-            torch.as_tensor(h, dtype=x.dtype, device=x.device)
-        values = self.evaluate(torch.cat([x + bump, x - bump])).cpu().numpy()
+        points = np.tile(x, (2 * rows, 1))
+        points[np.arange(rows), used] += h.astype(x.dtype)
+        points[np.arange(rows, 2 * rows), used] -= h.astype(x.dtype)
+        values = self.evaluate(torch.from_numpy(points).to(self.x.device)).cpu().numpy()
         plus, minus = values[:rows], values[rows:]
         self._grow(int(level_of.max()) + 1)
         self.differences[level_of, used] = (plus - minus) / (2 * h)[:, None]
