@@ -10,11 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+from importlib.metadata import version
 from pathlib import Path
-
-import numpy
-import pandas
-import torch
 
 from .devices import available_devices
 
@@ -29,10 +26,11 @@ def components() -> dict[str, str]:
         source.update(path.read_bytes())
     return {
         "checks source": source.hexdigest(),
-        "torch": torch.__version__,
+        # The installed distributions' versions, read without importing pandas into the build's process.
+        "torch": version("torch"),
         "python": platform.python_version(),
-        "numpy": numpy.__version__,
-        "pandas": pandas.__version__,
+        "numpy": version("numpy"),
+        "pandas": version("pandas"),
         "devices": ",".join(available_devices()),
     }
 

@@ -13,14 +13,15 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from .display import HOW_WORDS, cell_text, embed, failure_html, format_value, tolerance_notes
 from .errors import CheckInputError
 from .execute import Results
 from .records import Record
+
+if TYPE_CHECKING:  # pandas is imported where a frame is made: the build's Sphinx process imports
+    import pandas as pd  # the package and makes none, and pandas costs it about 0.2 s
 
 SCRIPT_EXPECTED = "expected (from the analytical derivative)"
 
@@ -43,6 +44,8 @@ class ScriptResults(Results):
         return found[0]
 
     def frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.DataFrame([
             {
                 "verdict": cell_text("verdict", record),
@@ -118,6 +121,8 @@ def provenance_frame(records: Sequence[Record]) -> pd.DataFrame:
         raise CheckInputError(f"provenance needs a sequence of Records (e.g. the results of a run), got {records!r:.80}")
     if not records:
         raise CheckInputError("provenance of no records: there is nothing to show")
+    import pandas as pd
+
     return pd.DataFrame([
         {
             "check": record.check,
