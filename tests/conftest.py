@@ -65,9 +65,15 @@ def _reads_the_book(item: pytest.Item) -> bool:
     return "book_html" in getattr(item, "fixturenames", ())
 
 
+def _starts_kernels(item: pytest.Item) -> bool:
+    return item.get_closest_marker("kernels") is not None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Tests that do not read the session's book first (in their usual order), while it builds.
-    items.sort(key=_reads_the_book)
+    # While the session's book builds, the tests that start no kernel of their own run first (in their
+    # usual order); then those that do, which wait for the build (see _no_kernels_beside_the_build); then
+    # those that read the book.
+    items.sort(key=lambda item: 2 if _reads_the_book(item) else 1 if _starts_kernels(item) else 0)
 
 
 @dataclass
@@ -101,6 +107,15 @@ def _session_build(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)
             process.wait()
+
+
+@pytest.fixture(autouse=True)
+def _no_kernels_beside_the_build(request: pytest.FixtureRequest, _session_build: _Build | None) -> None:
+    """A test that starts kernels waits for the session's build to end. jupyter_client picks a kernel's
+    ports by binding port 0 and closing the socket before the kernel binds it, so kernels started by two
+    processes at once can be handed the same port ("Address already in use", a kernel that dies)."""
+    if _session_build is not None and _starts_kernels(request.node):
+        _session_build.wait()
 
 
 @pytest.fixture(scope="session")

@@ -5,10 +5,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from checks import ledger
 
 from .conftest import ROOT, jupyter_book
 from .helpers import main_text, page
+
+pytestmark = pytest.mark.kernels  # see tests/conftest.py: it waits for the session's book build
 
 
 def test_the_template_builds_alone_with_a_pass_and_a_declared_failure(tmp_path: Path) -> None:

@@ -18,6 +18,8 @@ from .conftest import PARALLEL, ROOT, build_book, jupyter_book
 from .helpers import page, verify
 from .test_build_behaviour import CHAPTER_HEADER
 
+pytestmark = pytest.mark.kernels  # see tests/conftest.py: it waits for the session's book build
+
 
 def ledger_rows(html: Path) -> list[str]:
     return [str(row) for row in page(html, "book/ledger.html").select("table.checks-ledger tbody tr")]

@@ -16,6 +16,8 @@ from .conftest import build_book, jupyter_book
 from .helpers import Verified, embedded_records, page, verify
 from .test_ledger_builds import SUM, chapter, ledger_rows, small_book
 
+pytestmark = pytest.mark.kernels  # see tests/conftest.py: it waits for the session's book build
+
 WRONG = "wrong = checks.Expectation('x*x', lambda x: x * x, '3*x', lambda x: 3 * x, 'a slip')\n"
 
 

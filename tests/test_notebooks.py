@@ -22,6 +22,8 @@ from checks.notebooks import INSTALL_TAG, NOTEBOOKS_FOLDER
 from .helpers import page
 from .toc import ROOT, toc_chapters
 
+pytestmark = pytest.mark.kernels  # see tests/conftest.py: it waits for the session's book build
+
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 REPOSITORY = CONFIG["repository"]["url"].rstrip("/")
 OWNER, NAME = REPOSITORY.split("/")[3:5]
