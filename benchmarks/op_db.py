@@ -12,7 +12,8 @@ pass is a false alarm or an inconclusive, unless it is a real imprecision in PyT
 
 Printed per dtype: ops checked, passes / fails / inconclusive for this checker, gradcheck's passes and
 fails, median and total seconds per check for both (each check timed as the fastest of --repeat runs,
-the two checkers alternated); then every op either flagged, with its largest relative difference. Timings
+the two checkers alternated); then every op either flagged, with its largest relative difference, and the
+ops whose batched evaluation (torch.func.vmap) disagreed with a plain call of f. Timings
 depend on the machine; read them as ratios. --limit takes every k-th op so
 that a short run still spans the alphabet (it says so).
 """
@@ -65,6 +66,7 @@ class Row:
     gradcheck_seconds: float
     worst_relative: float
     summary: str
+    note: str
 
 
 def samples(limit: int | None, names: set[str] | None):
@@ -148,14 +150,14 @@ def run(name: str, f, inputs: list[torch.Tensor], dtype: torch.dtype, repeat: in
             return None  # random ops (dropout and the like) have no Jacobian to estimate
     except Exception:  # noqa: BLE001 - the op refuses this dtype (float32 only via float64 sample, etc.)
         return None
-    def ours() -> tuple[str, str, float]:
+    def ours() -> tuple[str, str, float, str]:
         try:
             report = check_jacobian(f, *xs, names=[f"input {k}" for k in range(len(xs))])
             wrong = report.mismatch
             relative = (report.difference / torch.maximum(report.numerical.abs(), report.autograd.abs()))[wrong]
-            return report.outcome, report.summary(), float(relative.max()) if wrong.any() else 0.0
+            return report.outcome, report.summary(), float(relative.max()) if wrong.any() else 0.0, report.note
         except Exception as error:  # noqa: BLE001 - a refusal (e.g. f not finite at the sample) is a result too
-            return "error", f"{type(error).__name__}: {str(error).splitlines()[0][:120]}", 0.0
+            return "error", f"{type(error).__name__}: {str(error).splitlines()[0][:120]}", 0.0, ""
 
     def theirs() -> str:
         with warnings.catch_warnings():
@@ -171,13 +173,13 @@ def run(name: str, f, inputs: list[torch.Tensor], dtype: torch.dtype, repeat: in
     ours_times, theirs_times = [], []
     for _ in range(repeat):
         start = time.perf_counter()
-        verdict, summary, worst = ours()
+        verdict, summary, worst, note = ours()
         ours_times.append(time.perf_counter() - start)
         start = time.perf_counter()
         gradcheck = theirs()
         theirs_times.append(time.perf_counter() - start)
     return Row(name, str(dtype).removeprefix("torch."), sum(x.numel() for x in xs), verdict, min(ours_times),
-               gradcheck, min(theirs_times), worst, summary)
+               gradcheck, min(theirs_times), worst, summary, note)
 
 
 def main() -> None:
@@ -217,6 +219,9 @@ def main() -> None:
                   f"worst rel {row.worst_relative:<10.3g}{row.summary}")
     for name, why in KNOWN_IMPRECISE.items():
         print(f" * {name}: {why}")
+    batched_wrongly = sorted({row.op for row in rows if "vmap" in row.note})
+    print(f"torch.func.vmap batched f wrongly (caught; its points evaluated one at a time): "
+          f"{', '.join(batched_wrongly) or 'none'}")
     print("Left out (a Jacobian check cannot judge them):")
     for name, why in NOT_DIFFERENTIABLE.items():
         print(f"   {name}: {why}")

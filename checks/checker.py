@@ -416,6 +416,7 @@ def check_jacobian(
             kink |= search.kinks(search.finest_window()) & suspect.unsqueeze(0)
         kink &= ~domain
     evaluations = evaluate.count + 2  # plus f(x) above and autograd's own forward
+    note = "; ".join(filter(None, [note, search.note]))
     return CheckReport(
         autograd=jacobian, numerical=numerical, error=error, allowed=allowed, steps=steps,
         levels=torch.from_numpy(search.tried.copy()), kink=kink, domain=domain, unstable=unstable & ~domain,
@@ -456,6 +457,7 @@ class _Search:
         self.tried = np.zeros(n, dtype=np.int64)  # per column, how many steps were evaluated
         self.active = np.ones(n, dtype=bool)
         self.witness = np.full(n, -1, dtype=np.int64)  # per column, the window confirm() checks against
+        self.note = ""  # why the points were evaluated one at a time, if they were
         self.depth = 0  # levels computed for at least one column
         # The windows and the choice for the tables as they stand (recomputed after each level).
         self._windows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -490,11 +492,19 @@ class _Search:
             return
         used, level_of, h = column_of[usable], level_of[usable], h[usable]
         rows = h.size
-        points = np.tile(x, (2 * rows, 1))
+        # The first batch also evaluates x itself: where torch.func.vmap batches f wrongly (torch.roll of a
+        # 0-d tensor rolls the batch), its f(x) differs from a plain call's and the points go one at a time.
+        witness = self.depth == 0 and self.evaluate.batched
+        points = np.tile(x, (2 * rows + witness, 1))
         points[np.arange(rows), used] += h.astype(x.dtype)
         points[np.arange(rows, 2 * rows), used] -= h.astype(x.dtype)
         values = self.evaluate(torch.from_numpy(points).to(self.x.device)).cpu().numpy()
-        plus, minus = values[:rows], values[rows:]
+        if witness and not self._agrees(values[-1]):
+            self.evaluate.batched = False
+            self.note = ("torch.func.vmap evaluated f(x) differently from a plain call (a batching rule that "
+                         "does not hold for f); its points were evaluated one at a time")
+            values = self.evaluate(torch.from_numpy(points[:-1]).to(self.x.device)).cpu().numpy()
+        plus, minus = values[:rows], values[rows:2 * rows]
         self._grow(int(level_of.max()) + 1)
         self.differences[level_of, used] = (plus - minus) / (2 * h)[:, None]
         self.gaps[level_of, used] = np.abs(plus + minus - 2 * self.value) / h[:, None]
@@ -502,6 +512,11 @@ class _Search:
         np.maximum.at(self.levels, used, level_of + 1)
         np.add.at(self.tried, used, 1)
         self.depth, self._chosen, self._windows = max(self.depth, int(level_of.max()) + 1), None, None
+
+    def _agrees(self, batched: np.ndarray) -> bool:
+        """A batched f(x) equals the plain one up to rounding (a batched reduction may round otherwise)."""
+        allowed = 16 * self.eps * np.abs(self.value).max() + self.tiny
+        return bool(np.all(np.abs(batched - self.value) <= allowed))
 
     def _grow(self, depth: int) -> None:
         """Room for `depth` levels in the per-level tables (NaN where a level is not computed)."""

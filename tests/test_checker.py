@@ -93,11 +93,11 @@ def test_the_per_element_report_has_both_values_the_error_estimate_and_a_verdict
     frame = report.frame()
     assert {"autograd", "numerical", "error estimate", "allowed", "verdict", "why", "dtype", "device"} <= set(frame.columns)
     # A mismatch is confirmed by the next window and the finest that can still resolve it. 2 evaluations per step and
-    # column, f(x) and autograd's forward; the kink test reads the same evaluations.
+    # column; f(x), autograd's forward and f(x) in the first batch (vmap's witness); the kink test reads the same.
     assert all(levels >= 6 for levels in report.levels.tolist())
-    assert report.evaluations == 2 * int(report.levels.sum()) + 2
+    assert report.evaluations == 2 * int(report.levels.sum()) + 3
     right = check_jacobian(scaled("exp", 0.0), x)
-    assert right.passed and right.evaluations == 2 * int(right.levels.sum()) + 2
+    assert right.passed and right.evaluations == 2 * int(right.levels.sum()) + 3
     assert "failed: 2 of 4" in report.summary()
 
 
@@ -155,3 +155,16 @@ def test_matrix_records_hold_each_way_to_the_analytical_matrix() -> None:
     wrong = AnalyticalMatrix("x0²·x1", hessian.f, "2x1", lambda x: torch.tensor([2 * x[1]]), "wrong shape", order=2)
     with pytest.raises(ShapeMismatchError, match="outputs, inputs"):
         matrix_record(wrong, [0.7, -1.3], "hessian")
+
+
+def test_a_batching_rule_that_does_not_hold_for_f_is_caught_and_f_evaluated_point_by_point() -> None:
+    # torch.func.vmap of torch.roll without dims (op_db's sample: a 0-d tensor, shifts=10) rolls the batch:
+    # a batched evaluation is another point's value. The first batch evaluates x too; its batched f(x)
+    # differs from the plain one.
+    x = torch.tensor(-4.827, dtype=torch.float64)
+    points = torch.stack([x + 0.1 * k for k in range(4)])
+    assert not torch.equal(torch.func.vmap(lambda t: torch.roll(t, 2))(points), points)  # the rule is wrong
+    report = check_jacobian(lambda t: torch.roll(t, 2), x)
+    assert report.outcome == "pass" and float(report.numerical[0, 0]) == pytest.approx(1.0, abs=1e-9)
+    assert "vmap" in report.note
+    assert check_jacobian(torch.sin, x).note == ""
