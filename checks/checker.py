@@ -82,8 +82,11 @@ RESOLUTION = 1e-2
 KINK_RATIO = 0.75
 # A gap must exceed this many times the rounding noise of a one-sided difference (2ε|f|/h) to count.
 KINK_NOISE = 100.0
-# Up to this many outputs, reverse mode runs one backward per output instead of torch.func.jacrev.
+# Up to this many outputs, reverse mode runs one backward per output; beyond, the backwards are batched
+# (torch.autograd.grad with is_grads_batched), while the identity it is seeded with stays under this many
+# elements.
 FEW_OUTPUTS = 4
+BATCHED_ROWS_LIMIT = 4_000_000
 # The steps evaluated first, in one batch: the two windows a smooth f needs (each judged against the other).
 FIRST_LEVELS = 4
 # Steps per later batch, for the columns not settled by the first: a window's worth.
@@ -144,8 +147,8 @@ class CheckReport:
     """The outcome of check_jacobian: both Jacobians (outputs, inputs) in float64, allowances and verdicts.
 
     mode         -- the autograd mode that produced `autograd` ("reverse" or "forward")
-    method       -- the function that produced it: torch.func.jacrev or jacfwd, torch.autograd.grad (one
-                    backward per output, for a few outputs) or torch.autograd.functional.jacobian (fallback)
+    method       -- the function that produced it: torch.autograd.grad (reverse mode: one backward per
+                    output, or "(is_grads_batched)" for many) or torch.func.jacfwd (forward mode)
     requested    -- the mode asked for; differs from mode when forward mode was not supported
     note         -- why a fallback happened ("" when none)
     error        -- per element, the Richardson error estimate of the chosen window
@@ -340,10 +343,9 @@ def check_jacobian(
     A mismatch is a report, not a raise (assert_gradients raises). f takes one tensor per input and
     returns a tensor or a tuple of tensors; every input must be a real floating tensor of one dtype.
 
-    mode       -- "reverse" (torch.func.jacrev) or "forward" (torch.func.jacfwd); where torch.func cannot
-                  transform f (an autograd.Function without setup_context/vmap support, or without jvp
-                  for forward mode) the check falls back to torch.autograd.functional.jacobian in reverse
-                  mode, and the report's note says why
+    mode       -- "reverse" (plain autograd: torch.autograd.grad) or "forward" (torch.func.jacfwd); where
+                  torch.func cannot transform f (an autograd.Function without setup_context or jvp) the
+                  check falls back to reverse mode, and the report's note says why
     step       -- the relative start step h0 (default ε^(1/7)); smaller steps follow where needed
     safety     -- the allowance factor over the uncertainty
     resolution -- an element is judged only when its allowance is at most this fraction of its scale
@@ -688,31 +690,45 @@ def _autograd_floor(jacobian: torch.Tensor, numerical: torch.Tensor, eps: float,
 
 def _autograd_jacobian(f: Function, x: torch.Tensor, mode: Mode, outputs: int) -> tuple[torch.Tensor, Mode, str, str]:
     """Autograd's Jacobian as (outputs, inputs) float64 on the CPU, the mode and the function that made it,
-    and why a fallback happened ("" when none)."""
-    if mode == "reverse" and outputs <= FEW_OUTPUTS:
-        # A backward per output is what loss.backward() runs, and cheaper than jacrev's vmap for a few.
-        leaf = x.clone().requires_grad_(True)
-        with in_place_named():
-            value = _output(f(leaf))
-            # An output that does not depend on x has no graph: its row is zero, as jacrev gives it.
-            rows = [torch.autograd.grad(value[i], leaf, retain_graph=i + 1 < outputs, allow_unused=True)[0]
-                    if value.requires_grad else None for i in range(outputs)]
-        rows = [torch.zeros_like(x) if row is None else row for row in rows]
-        return _flat(torch.stack(rows), x), mode, "torch.autograd.grad", ""
-    transform = torch.func.jacrev if mode == "reverse" else torch.func.jacfwd
-    try:
-        jacobian = transform(f)(x.clone())
-        return _flat(jacobian, x), mode, f"torch.func.{transform.__name__}", ""
-    # torch.func refuses autograd.Functions it cannot transform (no setup_context, no vmap rule, no jvp
-    # for forward mode) and some ops it has no batching rule for; plain autograd can still do reverse mode.
-    except (RuntimeError, NotImplementedError) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    and why a fallback happened ("" when none).
+
+    Reverse mode is plain autograd, what loss.backward() runs: one forward, then the rows of the Jacobian
+    from torch.autograd.grad, batched over the outputs (is_grads_batched) where there are more than a few,
+    one backward per output otherwise or where the backward cannot be batched. (torch.func.jacrev would
+    give the same rows, but imports torch._dynamo on first use, about a second in every fresh process.)
+    """
+    note = ""
+    if mode == "forward":
+        try:
+            return _flat(torch.func.jacfwd(f)(x.clone()), x), mode, "torch.func.jacfwd", ""
+        # torch.func refuses autograd.Functions it cannot transform (no setup_context, no jvp) and some
+        # ops it has no batching rule for; plain autograd can still do reverse mode.
+        except (RuntimeError, NotImplementedError) as error:
+            note = f"torch.func.jacfwd could not transform f ({_first_line(error)}); reverse mode by " \
+                   f"torch.autograd.grad instead"
     leaf = x.clone().requires_grad_(True)
     with in_place_named():
-        jacobian = torch.autograd.functional.jacobian(f, leaf)
-    return _flat(jacobian, x), "reverse", "torch.autograd.functional.jacobian", \
-        f"torch.func.{transform.__name__} could not transform f ({reason}); reverse mode by " \
-        "torch.autograd.functional.jacobian instead"
+        value = _output(f(leaf))
+        if not value.requires_grad:  # no output depends on x: a zero Jacobian, as autograd defines it
+            return torch.zeros(outputs, x.numel(), dtype=torch.float64), "reverse", "torch.autograd.grad", note
+        if outputs > FEW_OUTPUTS and outputs * outputs <= BATCHED_ROWS_LIMIT:
+            try:
+                seeds = torch.eye(outputs, dtype=value.dtype, device=value.device)
+                (rows,) = torch.autograd.grad(value, leaf, seeds, retain_graph=True, is_grads_batched=True,
+                                              allow_unused=True)
+                rows = torch.zeros(outputs, x.numel(), dtype=x.dtype, device=x.device) if rows is None else rows
+                return _flat(rows, x), "reverse", "torch.autograd.grad (is_grads_batched)", note
+            except (RuntimeError, NotImplementedError) as error:  # a backward vmap cannot batch
+                note = "; ".join(filter(None, [note, f"torch.autograd.grad could not batch f's backward "
+                                                     f"({_first_line(error)}); one backward per output instead"]))
+        rows = [torch.autograd.grad(value[i], leaf, retain_graph=i + 1 < outputs, allow_unused=True)[0]
+                for i in range(outputs)]
+    rows = [torch.zeros_like(x) if row is None else row for row in rows]
+    return _flat(torch.stack(rows), x), "reverse", "torch.autograd.grad", note
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
 def _flat(jacobian: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
