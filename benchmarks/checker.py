@@ -4,9 +4,8 @@
 
 For each dtype and checker: false alarms on the correct ops, detections of the mutants, inconclusive checks
 (this checker's third outcome), the smallest δ caught in every scaled base, evaluations of f and wall time
-over the suite. A warm-up pass runs first so
-torch.func's one-time setup is not charged to whichever checker happens to run first. Timings depend on
-the machine; read them as ratios.
+over the suite. checks.sensitivity.evaluate runs each checker once before timing, so no checker is charged
+another's one-time set-up. Timings depend on the machine; read them as ratios.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from checks.sensitivity import evaluate, summary
 
 def main() -> None:
     cases = suite()
-    evaluate(cases[:3])  # warm-up
     table = summary(evaluate(cases, dtypes=(torch.float64, torch.float32)))
     correct = int(table["correct ops"].iloc[0])
     mutants = int(table["mutants"].iloc[0])

@@ -194,8 +194,10 @@ def main() -> None:
     cases = list(samples(args.limit, set(filter(None, args.ops.split(",")))))
     scope = f"every {args.limit and 'k-th'} op, {len(cases)} ops" if args.limit else f"all {len(cases)} ops with a small real sample"
     print(f"op_db: {scope}; one sample each, at most {MAX_ELEMENTS} differentiable elements")
-    # torch.func imports torch._dynamo on its first Jacobian (about a second): paid before timing.
-    torch.func.jacrev(torch.sin)(torch.ones(2, dtype=torch.float64))
+    # Each checker's one-time costs (lazy imports, vmap's set-up) are paid before timing.
+    warm = torch.linspace(0.1, 0.9, 6, dtype=torch.float64)
+    check_jacobian(torch.sin, warm)
+    torch.autograd.gradcheck(torch.sin, (warm.clone().requires_grad_(True),))
     rows = [row for dtype in dtypes for name, f, inputs in cases if (row := run(name, f, inputs, dtype, args.repeat)) is not None]
     print(f"skipped (random, sparse, no floating output, or refusing the dtype): "
           f"{len(cases) * len(dtypes) - len(rows)} op-dtype pairs")
