@@ -148,7 +148,7 @@ class CheckReport:
 
     mode         -- the autograd mode that produced `autograd` ("reverse" or "forward")
     method       -- the function that produced it: torch.autograd.grad (reverse mode: one backward per
-                    output, or "(is_grads_batched)" for many) or torch.func.jacfwd (forward mode)
+                    output, or "with is_grads_batched=True" for many) or torch.func.jacfwd (forward mode)
     requested    -- the mode asked for; differs from mode when forward mode was not supported
     note         -- why a fallback happened ("" when none)
     error        -- per element, the Richardson error estimate of the chosen window
@@ -717,7 +717,7 @@ def _autograd_jacobian(f: Function, x: torch.Tensor, mode: Mode, outputs: int) -
                 (rows,) = torch.autograd.grad(value, leaf, seeds, retain_graph=True, is_grads_batched=True,
                                               allow_unused=True)
                 rows = torch.zeros(outputs, x.numel(), dtype=x.dtype, device=x.device) if rows is None else rows
-                return _flat(rows, x), "reverse", "torch.autograd.grad (is_grads_batched)", note
+                return _flat(rows, x), "reverse", "torch.autograd.grad with is_grads_batched=True", note
             except (RuntimeError, NotImplementedError) as error:  # a backward vmap cannot batch
                 note = "; ".join(filter(None, [note, f"torch.autograd.grad could not batch f's backward "
                                                      f"({_first_line(error)}); one backward per output instead"]))
