@@ -289,15 +289,22 @@ def _richardson(
 class _Evaluator:
     """Evaluates f at a batch of points (rows), counting evaluations; vmap first unless told otherwise."""
 
-    def __init__(self, f: Function, x: torch.Tensor, vectorize: bool | None, *, scalar: bool) -> None:
+    def __init__(self, f: Function, x: torch.Tensor, vectorize: bool | None, *, scalar: bool,
+                 reference: torch.Tensor | None = None) -> None:
+        """reference: f(x) from a plain call, where the caller has it. With vectorize=None the first batched
+        call then evaluates x too and compares: a batching rule that does not hold for f (torch.roll without
+        dims rolls the batch) gives another point's value, and every point goes one at a time instead."""
         if not callable(f):
             raise CheckInputError(f"f must be a function of a tensor, got {type(f).__name__}")
         self.f = f
+        self.x = x
         self.shape = x.shape
         self.vectorize = vectorize
         self.scalar = scalar
         self.count = 0
         self.batched = vectorize is not False
+        self.reference = reference if vectorize is None else None
+        self.note = ""  # why the points went one at a time, where vmap evaluated f wrongly
 
     def __call__(self, points: torch.Tensor, *, complex_step: bool = False) -> torch.Tensor:
         """f at each row of points (flattened inputs) as float64 rows (points, outputs)."""
@@ -326,14 +333,25 @@ class _Evaluator:
         return outputs.to(torch.float64)
 
     def _batched(self, points: torch.Tensor) -> torch.Tensor | None:
+        reference, self.reference = self.reference, None  # compared once, on the first batch
+        if reference is not None:
+            points = torch.cat([points, self.x.reshape(1, *self.shape)])
         try:
-            return self._tensor(torch.func.vmap(self.f)(points))
+            outputs = self._tensor(torch.func.vmap(self.f)(points))
         # vmap cannot batch every f (.item(), data-dependent branches, in-place ops on views, randomness);
         # the loop below evaluates such an f point by point, and re-raises if f itself is broken.
         except Exception:
             if self.vectorize:
                 raise
             return None
+        if reference is None:
+            return outputs
+        self.count += 1  # x itself
+        if _same_up_to_rounding(outputs[-1], reference, self.x.dtype):
+            return outputs[:-1]
+        self.note = ("torch.func.vmap evaluated f(x) differently from a plain call (a batching rule that does "
+                     "not hold for f); its points were evaluated one at a time")
+        return None
 
     def _one(self, point: torch.Tensor) -> torch.Tensor:
         return self._tensor(self.f(point))
@@ -343,6 +361,17 @@ class _Evaluator:
         if not isinstance(value, torch.Tensor):
             raise CheckInputError(f"f(x) returned {type(value).__name__}, not a tensor; build it from x with torch ops")
         return value
+
+
+def _same_up_to_rounding(batched: torch.Tensor, plain: torch.Tensor, dtype: torch.dtype) -> bool:
+    """A batched f(x) equals the plain one up to rounding in x's dtype (a batched reduction may round
+    otherwise)."""
+    batched, plain = batched.reshape(-1).to(torch.float64), plain.reshape(-1).to(torch.float64)
+    if batched.shape != plain.shape:
+        return False
+    info = torch.finfo(dtype)
+    allowed = 16 * info.eps * float(plain.abs().max()) + info.tiny
+    return bool(((batched - plain).abs() <= allowed).all())
 
 
 def _input(x: object) -> torch.Tensor:
