@@ -237,14 +237,17 @@ class CheckReport:
         """(mismatch, inconclusive) against the caller's tolerance. The true derivative lies within the
         estimate's allowance of it, so autograd's distance from it lies within that allowance of the
         difference: a pass needs difference + allowance inside the tolerance, a fail difference - allowance
-        outside it; the rest is inconclusive. A non-finite value never passes."""
+        outside it; the rest is inconclusive. Exact agreement passes, as without a tolerance (an entry of 0 that
+        both find, where f_i does not depend on x_j, would otherwise need an atol). A non-finite value never
+        passes."""
         blind = self.kink | self.domain | self.unstable
         finite = torch.isfinite(self.autograd) & torch.isfinite(self.numerical)
         given = self.given_allowed
         wrong = (finite & (self.difference > given + self.allowed)) | \
             (~torch.isfinite(self.autograd) & torch.isfinite(self.numerical))
         mismatch = wrong & ~blind
-        right = finite & (self.difference + self.allowed <= given) & ~blind
+        inside = (self.difference + self.allowed <= given) | (self.difference == 0)
+        right = finite & inside & ~blind
         return mismatch, ~mismatch & ~right
 
     @cached_property

@@ -15,6 +15,9 @@ run (f does not change its inputs). Each compares two computations element by el
   gradcheck's check_batched_grad) equals one backward per grad_output; in forward mode, torch.func.vmap over
   the Jacobian-vector product equals one per tangent. Compared with torch.testing.assert_close's
   tolerance for the dtype: two computations of one thing, not an estimate.
+
+Two of torch's private names are used, as gradcheck uses them: torch._C._functions.UndefinedGrad (an
+undefined output gradient) and torch._vmap_internals._vmap (the vmap of is_grads_batched).
 """
 
 from __future__ import annotations
@@ -171,7 +174,10 @@ def unmutated(names: Sequence[str], before: Sequence[object], after: Sequence[ob
         for part, first, second in parts:
             arguments.append(Argument(part, tuple(first.shape), offset))
             offset += first.numel()
-            failing.append(_differ(second.reshape(-1), first.reshape(-1), 0.0, 0.0).cpu())
+            changed = second.reshape(-1) != first.reshape(-1)
+            if first.is_floating_point():
+                changed &= ~(torch.isnan(first.reshape(-1)) & torch.isnan(second.reshape(-1)))
+            failing.append(changed.cpu())
             observed.append(_cpu(second))
             expected.append(_cpu(first))
     if not arguments:
@@ -226,6 +232,9 @@ def reentrant(graph: Graph, seed: int, nondet_tol: float) -> PropertyCheck:
 # Wraps an output so that its gradient reaches the backward undefined (None), as gradcheck's
 # check_undefined_grad does; torch has no public spelling of it.
 _UNDEFINED = torch._C._functions.UndefinedGrad
+# The vmap that is_grads_batched runs, which (unlike torch.func.vmap) batches dual numbers: gradcheck's
+# _test_batched_grad_forward_ad uses it the same way.
+_legacy_vmap = torch._vmap_internals._vmap
 
 
 def undefined_gradients(graph: Graph, seed: int) -> PropertyCheck:
@@ -237,9 +246,10 @@ def undefined_gradients(graph: Graph, seed: int) -> PropertyCheck:
         return _nothing(name, "the backward with undefined output gradients", graph.arguments, allowed)
     vectors = [_random(output.numel(), output, seed + k).reshape(output.shape) for k, output in enumerate(used)]
     # (in words, the outputs whose gradient is given; the others' are undefined)
-    cases: list[tuple[str, set[int]]] = [("every output's gradient undefined", set())]
+    cases: list[tuple[str, set[int]]] = [("zeros and the gradient with every output's gradient undefined", set())]
     if len(used) > 1:
-        cases += [(f"the gradient of output {k} undefined", set(range(len(used))) - {k}) for k in range(len(used))]
+        cases += [(f"the gradients with output {k}'s gradient undefined and zero", set(range(len(used))) - {k})
+                  for k in range(len(used))]
     worst: tuple[float, torch.Tensor, torch.Tensor, torch.Tensor, str] | None = None
     for words, given in cases:
         seeds = [vector if k in given else torch.zeros_like(vector) for k, vector in enumerate(vectors)]
@@ -247,15 +257,14 @@ def undefined_gradients(graph: Graph, seed: int) -> PropertyCheck:
             observed = graph.gradient([o if k in given else _UNDEFINED()(o) for k, o in enumerate(used)], seeds)
             expected = graph.gradient(used, seeds) if given else torch.zeros_like(graph.leaf)
         except (RuntimeError, TypeError) as error:  # a custom backward that cannot take None
-            return _nothing(name, f"the backward with {words}", graph.arguments, allowed, seed, first_line(error))
+            return _nothing(name, f"the backward, for {words},", graph.arguments, allowed, seed, first_line(error))
         observed, expected = _cpu(observed), _cpu(expected)
         failing = _differ(observed, expected, 0.0, 0.0)
         size = float((observed - expected).abs().nan_to_num(float("inf")).max()) if failing.any() else 0.0
         if worst is None or size > worst[0]:
             worst = (size, observed, expected, failing, words)
     _, observed, expected, failing, words = worst
-    return _check(name, f"the backward with {words} and with zeros in its place", graph.arguments, observed,
-                  expected, failing, allowed, seed)
+    return _check(name, words, graph.arguments, observed, expected, failing, allowed, seed)
 
 
 def _same_computation(dtype: torch.dtype) -> tuple[float, float, str]:
@@ -281,10 +290,9 @@ def batched(graph: Graph, seed: int) -> PropertyCheck:
 
 
 def batched_forward(signature: Checked, seed: int) -> PropertyCheck:
-    """torch.func.vmap over a dual-number Jacobian-vector product against one product per tangent, per output
-    element."""
+    """vmap over a dual-number Jacobian-vector product against one product per tangent, per output element."""
     fw = torch.autograd.forward_ad
-    compared = f"torch.func.vmap over the Jacobian-vector products of {BATCH} tangents and one product per tangent"
+    compared = f"vmap over the Jacobian-vector products of {BATCH} tangents and one product per tangent"
     x, outputs = signature.x.detach(), signature.outputs
     rtol, atol, allowed = _same_computation(x.dtype)
 
@@ -297,7 +305,7 @@ def batched_forward(signature: Checked, seed: int) -> PropertyCheck:
     tangents = _random(x.numel(), x, seed, rows=BATCH)
     try:
         one_by_one = torch.stack([jvp(t) for t in tangents])
-        together = torch.func.vmap(jvp)(tangents)
+        together = _legacy_vmap(jvp)(tangents)
     except (RuntimeError, NotImplementedError) as error:
         return _nothing("batched", compared, outputs, allowed, seed, first_line(error))
     return _worst_row(compared, outputs, together, one_by_one, rtol, atol, allowed, seed)

@@ -239,7 +239,7 @@ class Signature:
                 offset += value.numel()
             kept.append(position)
         if not outputs:
-            raise CheckInputError("f returned no floating-point tensor: "
+            raise DtypeError("f returned no floating-point tensor: "
                                   + ", ".join(s.describe() for s in skipped) + "; there is nothing to differentiate")
         if offset == 0:
             raise CheckInputError("f returned an empty output: there is no Jacobian to check")
