@@ -252,6 +252,8 @@ class CheckReport:
 
     @cached_property
     def outcome(self) -> Outcome:
+        """"fail" where an element is outside its allowance or a property check failed; else "inconclusive"
+        where an element could not be judged; else "pass"."""
         if bool(self.mismatch.any()) or any(check.outcome == "fail" for check in self.properties):
             return "fail"
         return "inconclusive" if bool(self.inconclusive.any()) else "pass"
@@ -263,6 +265,7 @@ class CheckReport:
 
     @property
     def failed(self) -> bool:
+        """Some element is wrong, or a property check failed: see outcome."""
         return self.outcome == "fail"
 
     @property
@@ -277,6 +280,8 @@ class CheckReport:
         return "tolerance" if self.tolerance is not None else "imprecise"
 
     def explain(self, reason: str) -> str:
+        """Why an element could not be judged (a key of REASONS: "kink", "domain", ...), and what would settle
+        it."""
         remedy = "check in float64" if self.dtype == "float32" else \
             "check at another point, or rescale f so that it does not vary on a scale near ε"
         return REASONS[reason].format(resolution=self.resolution, remedy=remedy)
@@ -313,6 +318,7 @@ class CheckReport:
         ])
 
     def summary(self) -> str:
+        """One line: the outcome, how many elements failed or could not be judged, mode, dtype, device."""
         total = self.autograd.numel()
         failed, unsure = int(self.mismatch.sum()), int(self.inconclusive.sum())
         broken = [f"{check.name} failed" for check in self.properties if check.outcome == "fail"]
@@ -339,6 +345,7 @@ class CheckReport:
         return f"{output.name} {output.index(row)}"
 
     def where(self, element: Element) -> str:
+        """An element named by input and index, and by output and index."""
         return f"input `{element.argument}`, element {element.index}, {self.output_label(element.output)}"
 
     def wrong_gradients(self) -> str:

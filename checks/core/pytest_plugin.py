@@ -55,7 +55,11 @@ def _requested(metafunc: pytest.Metafunc) -> tuple[tuple[str, ...], list[str]]:
     dtypes = options.get("dtypes", DTYPES)
     dtypes = (dtypes,) if isinstance(dtypes, str) else tuple(dtypes)
     for name in dtypes:
-        if to_dtype(name) not in COMPLEX:
+        try:
+            usable = to_dtype(name) in COMPLEX
+        except CheckInputError as error:
+            raise CheckInputError(f"@pytest.mark.{MARKER}: {error}") from error
+        if not usable:
             raise CheckInputError(f"@pytest.mark.{MARKER}: dtype {name!r} cannot be checked; use float32 or float64 "
                                   f"(complex inputs are checked in the complex dtype of the real one)")
     devices = options.get("devices")
