@@ -192,6 +192,52 @@ def test_a_backward_returning_none_and_an_output_independent_of_an_input_are_zer
         assert torch.count_nonzero(report.autograd[:, 3:]) == 0
 
 
+class Product(torch.autograd.Function):
+    """a·b with a jvp that receives undefined tangents as None; `none_is_one` plants a jvp that treats an
+    undefined tangent of b as ones."""
+
+    none_is_one = False
+
+    @staticmethod
+    def forward(a, b):
+        return a * b
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_forward(*inputs)
+        ctx.save_for_backward(*inputs)
+        ctx.set_materialize_grads(False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return grad * b, grad * a
+
+    @staticmethod
+    def jvp(ctx, tangent_a, tangent_b):
+        a, b = ctx.saved_tensors
+        first = torch.zeros_like(a) if tangent_a is None else tangent_a * b
+        if tangent_b is None:
+            return first + 1 if Product.none_is_one else first
+        return first + tangent_b * a
+
+
+def test_forward_mode_checks_undefined_tangents() -> None:
+    a, b = x(), torch.tensor([1.5, -2.0, 0.4], dtype=F64)
+    report = check_jacobian(Product.apply, a, b, mode="forward")
+    assert report.outcome == "pass" and check(report, "undefined tangents").outcome == "pass"
+    Product.none_is_one = True
+    try:
+        report = check_jacobian(Product.apply, a, b, mode="forward")
+    finally:
+        Product.none_is_one = False
+    undefined = check(report, "undefined tangents")
+    assert report.outcome == "fail" and not report.mismatch.any()
+    assert "`b`'s tangent undefined" in undefined.compared
+    assert [e.index for e in undefined.elements() if e.verdict == "fail"] == [(0,), (1,), (2,)]  # per output element
+    assert "The forward-mode derivative mishandles undefined tangents" in report.message()
+
+
 class ItemInBackward(torch.autograd.Function):
     """2x whose backward reads a Python number from grad_output: fine one at a time, impossible under vmap."""
 

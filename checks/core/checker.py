@@ -69,7 +69,16 @@ from .errors import CheckInputError, NaNInputError, in_place_named
 from .indices import unravel
 from .forward import NoForwardMode, first_line, flat_jacobian, forward_jacobian
 from .numerical import _Evaluator, _relative_step, default_step, machine_epsilon, require_memory
-from .properties import Graph, PropertyCheck, batched, batched_forward, reentrant, undefined_gradients, unmutated
+from .properties import (
+    Graph,
+    PropertyCheck,
+    batched,
+    batched_forward,
+    reentrant,
+    undefined_gradients,
+    undefined_tangents,
+    unmutated,
+)
 from .signature import Argument, SecondOrder, Signature, Skipped, parameter_names
 from .tolerances import Tolerance
 from .validate import flag, integer, memory, number
@@ -155,7 +164,8 @@ class CheckReport:
                     mismatch that a window at smaller steps contradicts; allowed small enough to judge
     arguments    -- the checked inputs, named, with their shapes (a complex `z` as `z.real` and `z.imag`; a
                     sample's positions)
-    evaluations  -- every evaluation of f: the estimate's, the kink test's, f(x) and autograd's forward
+    evaluations  -- every evaluation of f: the estimate's, the kink test's, f(x) and autograd's forward (the
+                    property checks add one forward of their own, not counted)
     seconds      -- wall time of the whole check
     outputs      -- the differentiable outputs, named and placed among the rows
     skipped      -- the arguments and outputs held fixed (no gradient: integers, bools, non-tensors)
@@ -565,12 +575,22 @@ def _given_tolerance(atol: object, rtol: object) -> Tolerance | None:
 def _derivative_properties(g: Signature | SecondOrder, mode: Mode, seed: int, nondet_tol: float,
                            undefined: bool, vectorized: bool) -> tuple[PropertyCheck, ...]:
     """The property checks of the derivatives the check used: reentrancy and undefined output gradients of
-    the backward (reverse mode), batched gradients on request (either mode)."""
+    the backward (reverse mode); undefined tangents (forward mode, first order: second order's tangents
+    enter f's backward through one flat vector); batched gradients on request (either mode)."""
+    checks = []
     if mode == "forward":
-        return (batched_forward(g, seed),) if vectorized else ()
+        if undefined and isinstance(g, Signature):
+            checks.append(undefined_tangents(g, seed))
+        if vectorized:
+            checks.append(batched_forward(g, seed))
+        return tuple(checks)
     graph = Graph.of(g)
-    return (reentrant(graph, seed, nondet_tol), *[undefined_gradients(graph, seed)] * undefined,
-            *[batched(graph, seed)] * vectorized)
+    checks.append(reentrant(graph, seed, nondet_tol))
+    if undefined:
+        checks.append(undefined_gradients(graph, seed))
+    if vectorized:
+        checks.append(batched(graph, seed))
+    return tuple(checks)
 
 
 class _Search:

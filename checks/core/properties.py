@@ -10,7 +10,8 @@ run (f does not change its inputs). Each compares two computations element by el
 - undefined output gradients: with every output's gradient undefined, the backward runs and returns zeros
   (or nothing); with one output's gradient undefined and the others given, it returns what zeros in its
   place give (gradcheck's check_undefined_grad). A backward that ignores its grad_output (returns the
-  derivative itself, a common bug that a scalar output's Jacobian cannot show) fails the first.
+  derivative itself, a common bug that a scalar output's Jacobian cannot show) fails the first. In forward
+  mode, the same for an input's undefined tangent (per output element).
 - batched backward: torch.autograd.grad with is_grads_batched=True (vmap over the backward, as
   gradcheck's check_batched_grad) equals one backward per grad_output; in forward mode, torch.func.vmap over
   the Jacobian-vector product equals one per tangent. Compared with torch.testing.assert_close's
@@ -32,7 +33,7 @@ import torch
 from .dtypes import dtype_name
 from .errors import in_place_named
 from .forward import first_line
-from .signature import Argument
+from .signature import Argument, Signature
 
 ElementVerdict = Literal["pass", "fail", "inconclusive"]
 # torch.testing.assert_close's defaults (rtol, atol): a batched and a looped backward compute the same thing.
@@ -44,6 +45,7 @@ FAILURES = {
     "not mutated": "f changes its input in place",
     "reentrant": "The backward is not reentrant",
     "undefined output gradients": "The backward mishandles undefined output gradients",
+    "undefined tangents": "The forward-mode derivative mishandles undefined tangents",
     "batched": "Batched gradients differ from one at a time",
 }
 
@@ -76,7 +78,7 @@ class PropertyElement:
 class PropertyCheck:
     """One property, per element (flattened over `arguments`): observed against expected.
 
-    name      -- "not mutated", "reentrant", "undefined output gradients" or "batched"
+    name      -- "not mutated", "reentrant", "undefined output gradients", "undefined tangents" or "batched"
     failure   -- what a failure means, as a message's headline ("f changes its input in place")
     compared  -- in words, the two computations compared
     observed, expected -- per element, float64 on the CPU
@@ -265,6 +267,42 @@ def undefined_gradients(graph: Graph, seed: int) -> PropertyCheck:
             worst = (size, observed, expected, failing, words)
     _, observed, expected, failing, words = worst
     return _check(name, words, graph.arguments, observed, expected, failing, allowed, seed)
+
+
+def undefined_tangents(signature: Signature, seed: int) -> PropertyCheck:
+    """Forward mode, per output element: with one argument's tangent undefined (a plain tensor, no dual) and
+    random tangents for the others, the outputs' tangents equal those with a zero tangent in its place
+    (gradcheck's _test_undefined_forward_mode). The argument whose case differs most is reported."""
+    fw = torch.autograd.forward_ad
+    name, allowed = "undefined tangents", "no difference allowed"
+    x = signature.x.detach()
+    pieces = signature.pieces(x)
+    tangents = signature.pieces(_random(x.numel(), x, seed))
+    sizes = [o.numel for o in signature.outputs]
+
+    def jvp(undefined: int, zero: bool) -> torch.Tensor:
+        with fw.dual_level():
+            duals = [piece if k == undefined and not zero else
+                     fw.make_dual(piece, torch.zeros_like(piece) if k == undefined else tangent)
+                     for k, (piece, tangent) in enumerate(zip(pieces, tangents))]
+            found = [fw.unpack_dual(output).tangent for output in signature.outputs_of(duals)]
+        return torch.cat([torch.zeros(size, dtype=x.dtype, device=x.device) if t is None else t.reshape(-1)
+                          for size, t in zip(sizes, found)])
+
+    worst: tuple[float, torch.Tensor, torch.Tensor, torch.Tensor, str] | None = None
+    for k, argument in enumerate(signature.arguments):
+        words = f"the tangents with `{argument.name}`'s tangent undefined and zero"
+        try:
+            observed, expected = _cpu(jvp(k, zero=False)), _cpu(jvp(k, zero=True))
+        except (RuntimeError, TypeError) as error:  # a custom jvp that cannot take None
+            return _nothing(name, f"the forward-mode derivative, for {words},", signature.outputs, allowed, seed,
+                            first_line(error))
+        failing = _differ(observed, expected, 0.0, 0.0)
+        size = float((observed - expected).abs().nan_to_num(float("inf")).max()) if failing.any() else 0.0
+        if worst is None or size > worst[0]:
+            worst = (size, observed, expected, failing, words)
+    _, observed, expected, failing, words = worst
+    return _check(name, words, signature.outputs, observed, expected, failing, allowed, seed)
 
 
 def _same_computation(dtype: torch.dtype) -> tuple[float, float, str]:

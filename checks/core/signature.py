@@ -159,7 +159,8 @@ class Signature:
         generator = torch.Generator().manual_seed(seed)
         arguments: list[Argument] = []
         pieces: list[torch.Tensor] = []
-        self._bases: dict[int, torch.Tensor] = {}  # per sampled argument, its full values (the rest held there)
+        # Per sampled argument: its full values (the rest held there) and the sampled positions.
+        self._bases: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         offset = 0
         for name, x in zip(names, inputs):
             if not _differentiable(x):
@@ -174,8 +175,9 @@ class Signature:
                 argument = Argument(part, tuple(x.shape), offset, positions)
                 flat = values.reshape(-1)
                 if positions is not None:
-                    self._bases[len(arguments)] = flat.clone()
-                    flat = flat[torch.tensor(positions, device=flat.device)]
+                    indices = torch.tensor(positions, device=flat.device)
+                    self._bases[len(arguments)] = (flat.clone(), indices)
+                    flat = flat[indices]
                 arguments.append(argument)
                 pieces.append(flat)
                 offset += argument.numel
@@ -257,8 +259,12 @@ class Signature:
             parts += [value.real, value.imag] if value.is_complex() else [value]
         return parts
 
-    def arguments_of(self, flat: torch.Tensor) -> list[object]:
-        """f's arguments rebuilt from a flat vector of the checked elements (fresh copies of the rest)."""
+    def pieces(self, flat: torch.Tensor) -> list[torch.Tensor]:
+        """A flat vector of the checked elements cut into one piece per argument."""
+        return [flat[a.offset:a.offset + a.numel] for a in self.arguments]
+
+    def arguments_of(self, pieces: Sequence[torch.Tensor]) -> list[object]:
+        """f's arguments rebuilt from one piece per checked argument (fresh copies of the rest)."""
         rebuilt, k = [], 0
         for x in self.inputs:
             if not _differentiable(x):
@@ -266,11 +272,10 @@ class Signature:
                 continue
             parts = []
             for _ in range(2 if x.is_complex() else 1):
-                argument = self.arguments[k]
-                piece = flat[argument.offset:argument.offset + argument.numel]
-                if argument.positions is not None:
-                    base = self._bases[k]
-                    piece = base.index_put((torch.tensor(argument.positions, device=base.device),), piece)
+                argument, piece = self.arguments[k], pieces[k]
+                if k in self._bases:  # a sample: the other elements held at their values
+                    base, positions = self._bases[k]
+                    piece = base.index_put((positions,), piece)
                 # A copy: f may change its argument in place, which must not reach the flat vector (the
                 # evaluation points, or autograd's leaf).
                 parts.append(piece.reshape(argument.shape).clone())
@@ -278,9 +283,13 @@ class Signature:
             rebuilt.append(torch.complex(*parts) if x.is_complex() else parts[0])
         return rebuilt
 
+    def outputs_of(self, pieces: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """f's differentiable outputs for one piece per checked argument, as real tensors."""
+        return self._real(self.f(*self.arguments_of(pieces)))
+
     def outputs_at(self, flat: torch.Tensor) -> list[torch.Tensor]:
         """f's differentiable outputs at a flat vector, as real tensors."""
-        return self._real(self.f(*self.arguments_of(flat)))
+        return self.outputs_of(self.pieces(flat))
 
     def __call__(self, flat: torch.Tensor) -> torch.Tensor:
         return torch.cat([part.reshape(-1) for part in self.outputs_at(flat)])
@@ -308,15 +317,12 @@ class SecondOrder:
         n = first.x.numel()
         generator = torch.Generator().manual_seed(seed)
         v = (2 * torch.rand(first.value.numel(), generator=generator, dtype=torch.float64) - 1).to(first.x)
-        self.grad_output = v
         self.arguments = (*first.arguments, Argument("grad_output", (v.numel(),), n))
         self.skipped = first.skipped
-        self.names = (*first.names, "grad_output")
         self.x = torch.cat([first.x, v])
         self.outputs = tuple(Argument(f"gradient of {a.name}", a.shape, a.offset, a.positions)
                              for a in first.arguments)
-        self.before, self.after = first.before, first.after
-        self.raw = self.value = self(self.x).detach()
+        self.value = self(self.x).detach()
 
     def outputs_at(self, flat: torch.Tensor) -> list[torch.Tensor]:
         return [self(flat)]
