@@ -57,7 +57,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
 
@@ -204,7 +204,7 @@ class CheckReport:
     order: int = 1
     seed: int | None = None
     tolerance: Tolerance | None = None
-    properties: tuple[PropertyCheck, ...] = field(default=())
+    properties: tuple[PropertyCheck, ...] = ()
 
     def __repr__(self) -> str:  # the tensors stay out of a test runner's output
         return f"<CheckReport of {self.call or 'f'}: {self.summary()}>"
@@ -331,10 +331,10 @@ class CheckReport:
         """One line: the outcome, how many elements failed or could not be judged, mode, dtype, device."""
         total = self.autograd.numel()
         failed, unsure = int(self.mismatch.sum()), int(self.inconclusive.sum())
-        broken = [f"{check.name} failed" for check in self.properties if check.outcome == "fail"]
+        wrong = [f"{failed} of {total} elements outside their allowance"] if failed else []
+        wrong += [f"{check.name} failed" for check in self.properties if check.outcome == "fail"]
         state = {"pass": "passed",
-                 "fail": "failed: " + ", ".join([f"{failed} of {total} elements outside their allowance"] * bool(failed)
-                                                 + broken),
+                 "fail": "failed: " + ", ".join(wrong),
                  "inconclusive": f"inconclusive: {unsure} of {total} elements could not be judged"}[self.outcome]
         if self.outcome == "fail" and unsure:
             state += f", {unsure} could not be judged"
@@ -410,7 +410,7 @@ class CheckReport:
                 lines.append(f"  {reason}: {self.explain(reason)}")
                 for e in mine[:limit]:
                     lines.append(f"    {self.where(e)}: autograd {e.autograd:.6g}, numerical {e.numerical:.6g} "
-                                 f"± {e.allowed:.2g}")
+                                 f"± {e.supported:.2g}")
                 if len(mine) > limit:
                     lines.append(f"    and {len(mine) - limit} more")
         for check in self.properties:
