@@ -27,7 +27,8 @@ def test_every_public_name_of_the_library_and_the_plugin_is_documented() -> None
     missing = [name for name in library_names() if f"checks.{name}" not in DOCUMENTED]
     assert not missing, f"book/api.md does not document: {missing}"
     plugin = importlib.import_module("checks.core.pytest_plugin")
-    assert {f"checks.core.pytest_plugin.{name}" for name in ("check_gradients", "grad_dtype", "grad_device")} <= DOCUMENTED
+    fixtures = {f"checks.core.pytest_plugin.{name}" for name in ("check_gradients", "grad_dtype", "grad_device")}
+    assert fixtures <= DOCUMENTED
     assert "checks.core.pytest_plugin" in DOCUMENTED and plugin.__doc__
 
 

@@ -54,7 +54,8 @@ def test_a_tolerance_of_ones_own_is_recorded_and_decides_beside_the_estimate(off
     assert check_jacobian(off_by, *inputs()).outcome == "fail"  # the estimate resolves 1e-4 in float64
     loose = check_jacobian(off_by, *inputs(), rtol=1e-3)
     assert loose.outcome == "pass"  # the caller accepts 1e-3 relative: 1e-4 is within it, whatever the estimate's error
-    assert (loose.tolerance.atol, loose.tolerance.rtol) == (0.0, 1e-3) and "given by the caller" in loose.tolerance.reason
+    assert (loose.tolerance.atol, loose.tolerance.rtol) == (0.0, 1e-3)
+    assert "given by the caller" in loose.tolerance.reason
     element = next(e for e in loose.elements() if e.argument == "b" and e.output == 0 and e.index == (0,))
     assert element.allowed == pytest.approx(1e-3 * abs(element.numerical)) and element.supported < 1e-8
     tight = check_jacobian(off_by, *inputs(), atol=1e-6, rtol=1e-5)
@@ -225,7 +226,8 @@ def test_importing_checks_and_checking_a_gradient_imports_no_book_stack() -> Non
                "report = checks.check_jacobian(torch.sin, torch.tensor([0.5, 1.0], dtype=torch.float64))\n"
                "import checks.core.pytest_plugin\n"
                "assert report.outcome == 'pass'\n"
-               "heavy = ('pandas', 'matplotlib', 'IPython', 'sphinx', 'myst_nb', 'myst_parser', 'docutils', 'nbformat')\n"
+               "heavy = ('pandas', 'matplotlib', 'IPython', 'sphinx', 'myst_nb', 'myst_parser', 'docutils',\n"
+               "         'nbformat')\n"
                "print(sorted({name.split('.')[0] for name in sys.modules} & set(heavy)))")
     run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]

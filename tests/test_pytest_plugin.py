@@ -47,8 +47,9 @@ def test_the_readme_example_is_five_lines_and_installs_from_the_cpu_wheel_first(
     assert len(readme_example().strip().splitlines()) == 5
     section = README[README.index("## Check gradients in your own tests"):]
     commands = re.findall(r"```bash\n(.*?)```", section, re.DOTALL)[0].strip().splitlines()
+    url = "https://github.com/gradient-checks/checking-pytorch-gradients"
     assert commands == ["pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu",
-                        'pip install "gradient-checks @ git+https://github.com/gradient-checks/checking-pytorch-gradients@main"']
+                        f'pip install "gradient-checks @ git+{url}@main"']
     for outcome in ("pass", "fail", "inconclusive"):
         assert f"- **{outcome}**:" in section
 

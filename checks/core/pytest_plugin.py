@@ -63,7 +63,9 @@ def _requested(metafunc: pytest.Metafunc) -> tuple[tuple[str, ...], list[str]]:
             raise CheckInputError(f"@pytest.mark.{MARKER}: dtype {name!r} cannot be checked; use float32 or float64 "
                                   f"(complex inputs are checked in the complex dtype of the real one)")
     devices = options.get("devices")
-    return dtypes, (available_devices() if devices is None else resolve_devices(devices, source=f"@pytest.mark.{MARKER}"))
+    if devices is None:
+        return dtypes, available_devices()
+    return dtypes, resolve_devices(devices, source=f"@pytest.mark.{MARKER}")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
