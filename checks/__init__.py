@@ -4,7 +4,8 @@ Three subpackages, one per audience:
 
 - checks.core: the checker library a test suite imports (torch and numpy only). check_jacobian compares
   autograd's Jacobian with an adaptive finite-difference estimate element by element, with three outcomes
-  (pass / fail / inconclusive); assert_gradients raises for pytest.
+  (pass / fail / inconclusive); assert_gradients raises for pytest, and the pytest plugin's fixture
+  check_gradients runs a check in float64 and float32 on every device.
 - checks.teaching: what the book's chapters import. An Expectation is written first -> plan() lays out the
   checks (executed: false) -> Plan.run(code) runs the reader's own PyTorch on each device and dtype
   (witness; scripts of passes on one leaf: run_script) -> Records -> tables on the page, and the ledger.
