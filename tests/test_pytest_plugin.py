@@ -43,6 +43,15 @@ def test_the_plugin_is_registered_under_pytest11_by_the_distribution() -> None:
         ("pytest11", "checks.core.pytest_plugin")]
 
 
+def test_loading_the_plugin_imports_no_torch() -> None:
+    """pytest loads every installed plugin in every session: one that uses no fixture of ours must not pay
+    for importing torch (seconds), nor import checks' teaching API."""
+    program = ("import sys, checks, checks.core.pytest_plugin\n"
+               "print(sorted(m for m in ('torch', 'numpy', 'pandas', 'checks.teaching') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "[]", loaded.stdout
+
+
 def test_the_readme_example_is_five_lines_and_installs_from_the_cpu_wheel_first() -> None:
     assert len(readme_example().strip().splitlines()) == 5
     section = README[README.index("## Check gradients in your own tests"):]

@@ -16,26 +16,26 @@ that builds its inputs itself. A marker narrows one test:
 
     @pytest.mark.gradient_checks(dtypes=["float64"], devices=["cpu"])
 
-The plugin imports nothing but pytest and the checker library (torch and numpy).
+The plugin imports nothing but pytest until a test asks for its fixtures: a session that uses none never
+imports torch through it (pytest loads every installed plugin at start-up).
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
 
-from .checker import CheckReport, assert_gradients, assert_module_gradients
-from .devices import available_devices, resolve_devices
-from .dtypes import to_dtype
 from .errors import CheckInputError
+
+if TYPE_CHECKING:
+    import torch
+
+    from .gradient_check import GradientCheck
 
 MARKER = "gradient_checks"
 DTYPES = ("float64", "float32")
 FIXTURES = ("grad_dtype", "grad_device")
-COMPLEX = {torch.float32: torch.complex64, torch.float64: torch.complex128}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -46,6 +46,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _requested(metafunc: pytest.Metafunc) -> tuple[tuple[str, ...], list[str]]:
     """The dtypes and devices a test runs in: the marker's, else float64 and float32 on every device."""
+    from .devices import available_devices, resolve_devices
+    from .dtypes import to_dtype
+    from .gradient_check import COMPLEX
+
     marker = metafunc.definition.get_closest_marker(MARKER)
     options = dict(marker.kwargs) if marker else {}
     unknown = set(options) - {"dtypes", "devices"}
@@ -85,6 +89,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture
 def grad_dtype(request: pytest.FixtureRequest) -> torch.dtype:
     """The dtype this run of the test checks in (float64, then float32)."""
+    from .dtypes import to_dtype
+
     return to_dtype(request.param)
 
 
@@ -94,42 +100,11 @@ def grad_device(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-class GradientCheck:
-    """check_gradients: assert_gradients in the test's dtype and on its device."""
-
-    def __init__(self, dtype: torch.dtype, device: str) -> None:
-        self.dtype, self.device = dtype, device
-
-    def to(self, value: object) -> object:
-        """A tensor argument in this run's dtype (complex: the matching complex dtype) and on its device."""
-        if not isinstance(value, torch.Tensor):
-            return value
-        if value.is_complex():
-            return value.detach().to(device=self.device, dtype=COMPLEX[self.dtype])
-        if value.dtype.is_floating_point:
-            return value.detach().to(device=self.device, dtype=self.dtype)
-        return value.to(self.device)
-
-    def __call__(self, f: Callable[..., object], *inputs: object, **options: object) -> CheckReport:
-        __tracebackhide__ = True  # pytest shows the message, not this frame
-        return assert_gradients(f, *[self.to(value) for value in inputs], **options)
-
-    def module(self, module: torch.nn.Module, loss: Callable[[torch.Tensor], torch.Tensor], *args: object,
-               **options: object) -> CheckReport:
-        """assert_module_gradients of a copy of the module in this run's dtype and on its device."""
-        __tracebackhide__ = True
-        if not isinstance(module, torch.nn.Module):
-            raise CheckInputError(f"module must be a torch.nn.Module, got {type(module).__name__}")
-        moved = copy.deepcopy(module).to(device=self.device, dtype=self.dtype)
-        return assert_module_gradients(moved, loss, *[self.to(value) for value in args], **options)
-
-    def __repr__(self) -> str:
-        return f"check_gradients({self.dtype}, {self.device})"
-
-
 @pytest.fixture
 def check_gradients(grad_dtype: torch.dtype, grad_device: str) -> GradientCheck:
     """check_gradients(f, *inputs, **options): checks.assert_gradients with every floating-point tensor
     argument in this run's dtype and on its device; check_gradients.module(module, loss, *args) for a
     module. The test runs once per dtype (float64, float32) and device."""
+    from .gradient_check import GradientCheck
+
     return GradientCheck(grad_dtype, grad_device)
