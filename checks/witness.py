@@ -34,7 +34,7 @@ from .dtypes import to_dtype
 from .environment import environment
 from .errors import CheckInputError, ShapeMismatchError
 from .execute import Results
-from .expectations import Expectation, reference_input
+from .expectations import Blanks, Expectation, reference_input
 from .plan import Plan, PlannedCheck, _tolerance_for, plan, planned_dtypes, source_code, source_of
 from .records import PROVENANCES, Provenance, Record
 from .tables import ScriptResults
@@ -64,8 +64,11 @@ def witness(
     label: str | None = None,
     expected_failure: bool = False,
     seed: int = 0,
-) -> Results:
+) -> Results | Blanks:
     """Run each code function on a fresh leaf per device and dtype, and compare with the expectation.
+
+    An expectation with blanks left (`...`: an exercise not filled in yet) runs nothing: the Blanks returned
+    says what to fill in, so that a notebook run top to bottom goes past the exercise.
 
     Equivalent to checks.plan(expectation, x, how=<the ways named>, dtypes=..., ...).run(*code, how=how):
     a function named how="numerical" is judged with the plan's numerical default tolerance (central
@@ -73,6 +76,8 @@ def witness(
     """
     if not code:
         raise CheckInputError("witness() needs at least one code function, e.g. def stored(x): ... return x.grad")
+    if isinstance(expectation, Expectation) and (blanks := expectation.blanks_at(x)):
+        return Blanks(expectation, blanks)
     # A row per way named (a numerical one gets a numerical default tolerance); inferred ways share "stored"'s.
     named = tuple(dict.fromkeys(explicit or "stored" for _, explicit in (_function_and_how(item, how) for item in code)))
     planned = plan(expectation, x, how=named, dtypes=dtypes, devices=devices, tolerance=tolerance, label=label,
