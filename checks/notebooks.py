@@ -11,14 +11,17 @@ executed cells, with their outputs (taken from `_build/jupyter_execute/<page>.ip
 myst-nb keeps on each cell node). A first cell installs what the chapter imports where it is missing:
 the package with its `notebook` extra (pandas, matplotlib), and pytest for a chapter whose code runs it.
 
-Why not sphinx-tojupyter (QuantEcon's doctree-to-notebook builder, 0.6.0): it is maintained and handles
-Sphinx 7 and myst-nb's glued text, but it is a builder of its own (`-b jupyter`: a second Sphinx run,
-which here re-executes every chapter and knows nothing of the HTML build's download menu and launch
-buttons), it drops myst-nb's executed outputs ("Currently this will skip any cell_output containers") and
-re-executes notebooks itself with dask, it either drops solutions or shows them (no folding, no hidden
-cells), it gives sphinx-exercise exercises a number but no box, it turns a literal include into a code
-cell without writing the file, and it pulls dask[distributed], nbconvert and nbdime into the build. The
-writer below is the part of it this book needs, run on the doctree the HTML build already has.
+Why not sphinx-tojupyter (QuantEcon's doctree-to-notebook builder, 0.6.0, maintained, Sphinx >= 7): tried
+on this book's first chapter with Sphinx 7.4, myst-nb 1.4 and sphinx-exercise 1.2, it resolves glued
+text, but every code cell came out as a Markdown code block (myst-nb names the language `ipython3`, not
+its `python3`: no cell to run), with no outputs (its writer skips myst-nb's cell outputs and executes
+notebooks itself, with dask), exercises as `## Exercise 1` headings and each solution unfolded under
+`## Solution to Exercise 1`, its code shown. It also loads only after myst-nb (loaded first, it defines
+myst-nb's `nb_mime_priority_overrides` and myst-nb refuses to start), is a builder of its own (`-b
+jupyter`: a second Sphinx run, which here executes every chapter again and knows nothing of the HTML
+build's download menu and launch buttons), and brings dask[distributed], nbconvert and nbdime into the
+build. Configuring and patching around all of that is more than the writer below, which is the part this
+book needs, run on the doctree the HTML build already has.
 
 sphinx-book-theme copies each executed notebook into `_sources/` and offers it in the page's download
 menu; this extension writes the reader's notebook there instead, and collects the notebooks into
