@@ -18,7 +18,7 @@ from ..core.numerical import Method
 from ..core.tolerances import Tolerance
 from .display import records_html
 from .execute import execute
-from .expectations import Expectation
+from .expectations import Blanks, Expectation
 from .planning import OWN_HOWS, PlannedCheck, planned_checks
 from .records import Provenance, Record
 from .results import Results
@@ -118,8 +118,11 @@ def witness(
     label: str | None = None,
     expected_failure: bool = False,
     seed: int = 0,
-) -> Results:
+) -> Results | Blanks:
     """Run each code function on a fresh leaf per device and dtype, and compare with the expectation.
+
+    An expectation with blanks left (`...`: an exercise not filled in yet) runs nothing: the Blanks returned
+    says what to fill in, so that a notebook run top to bottom goes past the exercise.
 
     Equivalent to checks.plan(expectation, x, how=<the ways named>, dtypes=..., ...).run(*code, how=how):
     a function named how="numerical" is judged with the plan's numerical default tolerance (central
@@ -127,6 +130,8 @@ def witness(
     """
     if not code:
         raise CheckInputError("witness() needs at least one code function, e.g. def stored(x): ... return x.grad")
+    if isinstance(expectation, Expectation) and (blanks := expectation.blanks_at(x)):
+        return Blanks(expectation, blanks)
     # A row per way named (a numerical one gets a numerical default tolerance); inferred ways share "stored"'s.
     named = tuple(dict.fromkeys(explicit or "stored" for _, explicit in (function_and_how(item, how) for item in code)))
     planned = plan(expectation, x, how=named, dtypes=dtypes, devices=devices, tolerance=tolerance, label=label,
