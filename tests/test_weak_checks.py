@@ -20,6 +20,7 @@ from checks.core.tolerances import ASSERT_CLOSE_DEFAULTS
 from checks.teaching.display import percent, records_html
 from checks.teaching.records import FOLD_LIMIT, WEAK_ABOVE
 
+from .helpers import weak_note
 from .test_ledger import SQUARE, entries, write
 
 EXP_SUM = checks.Expectation("exp(x).sum()", lambda x: torch.exp(x).sum(), "exp(x)", torch.exp,
@@ -176,8 +177,8 @@ def test_a_weak_pass_is_marked_in_its_row_with_why_beside_it() -> None:
     assert "checks-weak" in rows[0]["class"] and "checks-weak" not in rows[1]["class"]
     mark = rows[0].select_one("td.checks-verdict a.checks-weak-note")
     assert mark.get_text() == "weak" and rows[1].select_one("a.checks-weak-note") is None
-    note = soup.select_one(mark["href"]).get_text(" ", strip=True)
-    assert f"up to {percent(weak.detectable_relative_error)} wrong" in note and "Not declared weak" in note
+    note, declared = weak_note(soup, rows[0])
+    assert f"up to {percent(weak.detectable_relative_error)} wrong" in note and "Not declared weak" in declared
     details = rows[0].select_one("details.checks-more").get_text(" ", strip=True)
     assert "detects" in details and f"{weak.detectable_relative_error:.2g}" in details and "would pass" in details
     assert rows[1].select_one('[data-field="detectable_relative_error"]') is not None

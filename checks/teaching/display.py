@@ -148,13 +148,17 @@ def _all_zero(value: Any) -> bool:
 
 
 def weak_words(record: Record) -> str:
-    """Why a weak check is marked: how wrong a gradient its allowance would pass, where, and the declaration."""
+    """Why a check is weak: how wrong a gradient its allowance would pass, where, and how much it allows there."""
     allowed = allowance_at(record)
     there = f" (allowed {allowed[0]:.3g} there, where {allowed[1]:.3g} is expected)" if allowed else ""
-    why = (f"Declared weak: {record.weak_reason}" if record.weak_reason else
-           'Not declared weak (weak="why" on the check): python -m checks reports it as a problem.')
     return (f"its allowance would pass a gradient up to {percent(record.detectable_relative_error)} "
-            f"wrong{_at(record)}{there}. {why}")
+            f"wrong{_at(record)}{there}.")
+
+
+def declaration_words(reason: str) -> str:
+    """What the chapter said about a weak check: its reason, or that it said nothing (a problem)."""
+    return (f"Declared weak: {reason}" if reason else
+            'Not declared weak (weak="why" on the check): python -m checks reports it as a problem.')
 
 
 def allowance_at(record: Record) -> tuple[float, float] | None:
@@ -289,7 +293,7 @@ def _check_cell(record: Record, keys: Sequence[str]) -> str:
     folded[DETECTS["detectable_relative_error"]] = field("detectable_relative_error",
                                                          html.escape(detects_words(record)))
     if record.weak:
-        folded["weak"] = html.escape(weak_words(record))
+        folded["weak"] = html.escape(f"{weak_words(record)} {declaration_words(record.weak_reason)}")
     more = "".join(f"<dt>{html.escape(label)}</dt><dd>{value}</dd>" for label, value in folded.items())
     return f'{name}{how}<details class="checks-more"><summary>details</summary><dl>{more}</dl></details>'
 
@@ -383,16 +387,23 @@ def weak_anchor(record: Record) -> str:
 
 
 def weak_notes(records: Sequence[Record]) -> str:
-    """Each weak check of a table, and why it is weak, under the table (its verdict links here)."""
-    weak = [record for record in records if record.executed and record.weak]
-    if not weak:
+    """Each weak check of a table and why it is weak, under the table (its verdict links here), grouped by
+    the reason its chapter declared (or none)."""
+    by_reason: dict[str, list[Record]] = {}
+    for record in records:
+        if record.executed and record.weak:
+            by_reason.setdefault(record.weak_reason, []).append(record)
+    if not by_reason:
         return ""
-    items = "".join(f'<li id="{html.escape(weak_anchor(record))}"><strong>{html.escape(record.check)}</strong> '
-                    f"({html.escape(record.dtype)} on {html.escape(record.device)}, "
-                    f"{html.escape(cell_text('how', record))}): weak: {html.escape(weak_words(record))}</li>"
-                    for record in weak)
+    groups = "".join(
+        f'<p class="checks-weak-reason">{html.escape(declaration_words(reason))}</p><ul>'
+        + "".join(f'<li id="{html.escape(weak_anchor(record))}"><strong>{html.escape(record.check)}</strong> '
+                  f"({html.escape(record.dtype)} on {html.escape(record.device)}, "
+                  f"{html.escape(cell_text('how', record))}): {html.escape(weak_words(record))}</li>"
+                  for record in weak) + "</ul>"
+        for reason, weak in by_reason.items())
     return (f'<div class="checks-weak-notes"><p class="checks-weak-title">Weak checks: they passed, but their '
-            f"allowances would also pass a gradient more than {percent(WEAK_ABOVE)} wrong</p><ul>{items}</ul></div>")
+            f"allowances would also pass a gradient more than {percent(WEAK_ABOVE)} wrong</p>{groups}</div>")
 
 
 def failure_html(record: Record) -> str:
