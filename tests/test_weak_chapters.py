@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from checks.build import ledger
+from checks.teaching.display import percent
 from checks.teaching.records import WEAK_ABOVE
 
 from .helpers import embedded_records, main_text, page, verify, weak_note, without_exercises
@@ -73,7 +74,15 @@ def test_the_ledger_page_shows_each_checks_detectable_error_and_whether_it_is_we
         shown = cells["detects"].get_text(" ", strip=True)
         assert shown.startswith("none" if value is None else f"{value:.2g}"), (item["id"], shown)
         assert cells["weak"].get_text() == ledger.WEAK_WORDS[ledger.weak_of(item), bool(item.get("weak_reason"))]
-    assert "The detects column says what each check could have caught" in " ".join(main_text(soup).split())
+    text = " ".join(main_text(soup).split())
+    assert "The detects column says what each check could have caught" in text
+    assert f"also have passed a gradient more than {percent(WEAK_ABOVE)} wrong is weak" in text
+
+
+def test_the_introduction_says_what_weak_means_with_the_threshold_the_package_applies(book_html: Path) -> None:
+    text = " ".join(main_text(page(book_html, "book/intro.html")).split())
+    assert f"a pass marked weak has an allowance that would also pass a gradient more than {percent(WEAK_ABOVE)} wrong" \
+        in text
 
 
 def test_python_dash_m_checks_lists_the_books_weak_passes_all_declared(book_html: Path) -> None:
