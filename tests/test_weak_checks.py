@@ -17,7 +17,7 @@ from checks.build import ledger
 from checks.core.compare import compare, detectable
 from checks.core.numerical import default_step, representable_step
 from checks.core.tolerances import ASSERT_CLOSE_DEFAULTS
-from checks.teaching.display import percent, records_html
+from checks.teaching.display import mismatched_indices, percent, records_html
 from checks.teaching.records import FOLD_LIMIT, WEAK_ABOVE
 
 from .helpers import weak_note
@@ -151,6 +151,9 @@ def test_exp_sum_ten_percent_off_at_minus_one_now_fails_float32_forward_differen
     twenty = dataclasses.replace(TEN_PERCENT_OFF, df=lambda x: torch.exp(x) * torch.tensor([1.0, 1.2, 1.0], dtype=x.dtype))
     run = checks.plan(twenty, X_EXP, how="numerical", method="forward", dtypes="float32", devices="cpu").run().one()
     assert run.verdict == "fail" and run.mismatched == 1 and run.worst_index == [1]
+    assert mismatched_indices(run) == [(1,)]
+    allowed_there = run.tolerance["element_atol"][1]
+    assert f"at index (1,) (up to {allowed_there:.3g} allowed there; atol " in run.message
     right = checks.plan(EXP_SUM, X_EXP, how="numerical", method="forward", dtypes="float32", devices="cpu").run().one()
     assert right.passed and right.detectable_index == [1]
 

@@ -63,11 +63,11 @@ def beyond_allowance(observed: torch.Tensor, expected: torch.Tensor, allowed: to
     return torch.isnan(difference) | (difference > allowed)
 
 
-def _atol_at(tolerance: Tolerance, flat_index: int) -> str:
-    """The atol at one element: the same for all, or that element's own (with the range of the others)."""
+def _allowed_at(tolerance: Tolerance, flat_index: int) -> str:
+    """What atol allowed at one element: the one for all, or that element's own and the others' range."""
     if tolerance.element_atol is None:
-        return f"{tolerance.atol:.3g}"
-    return f"{tolerance.element_atol[flat_index]:.3g} there; {tolerance.atol_words()}"
+        return f"up to {tolerance.atol:.3g} allowed"
+    return f"up to {tolerance.element_atol[flat_index]:.3g} allowed there; atol {tolerance.atol_words()}"
 
 
 def compare(observed: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> Comparison:
@@ -103,7 +103,7 @@ def compare(observed: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance
             f"Gradients are not close!\n"
             f"Mismatched elements: {mismatched} / {total} ({100 * mismatched / total:.1f}%)\n"
             f"Greatest absolute difference: {abs_error:.6g} at index {worst_index} "
-            f"(up to {_atol_at(tolerance, flat_worst)} allowed)\n"
+            f"({_allowed_at(tolerance, flat_worst)})\n"
             f"Greatest relative difference: {rel_error:.6g} at index {rel_index} "
             f"(up to {tolerance.rtol:.3g} allowed)"
         )
