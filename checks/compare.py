@@ -26,9 +26,12 @@ class Comparison:
 
 
 def beyond_tolerance(observed: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> torch.Tensor:
-    """Where |observed - expected| > atol + rtol * |expected|; a NaN observed is always beyond."""
+    """Where |observed - expected| > atol + rtol * |expected|, as torch.isclose judges: equal values match,
+    an infinity only its equal (inf - inf is NaN, and inf is within rtol * inf of any number), and a NaN
+    observed is always beyond."""
     difference = (observed - expected).abs()
-    return torch.isnan(difference) | (difference > atol + rtol * expected.abs())
+    close = (observed == expected) | (torch.isfinite(expected) & (difference <= atol + rtol * expected.abs()))
+    return ~close
 
 
 def compare(observed: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> Comparison:
@@ -40,11 +43,14 @@ def compare(observed: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance
             f"observed gradient has shape {tuple(observed.shape)}, expected {tuple(expected.shape)}"
         )
     difference = (observed - expected).abs()
-    # NaN in observed counts as a mismatch of infinite size, never as a pass.
+    # Equal values differ by 0, equal infinities included; NaN (observed NaN, or an infinity against another
+    # value) counts as a mismatch of infinite size, never as a pass.
+    difference = torch.where(observed == expected, torch.zeros_like(difference), difference)
     difference = torch.where(torch.isnan(difference), torch.full_like(difference, float("inf")), difference)
     bad = beyond_tolerance(observed, expected, tolerance.rtol, tolerance.atol)
     relative = difference / expected.abs()
     relative = torch.where(difference == 0, torch.zeros_like(relative), relative)
+    relative = torch.where(torch.isnan(relative), torch.full_like(relative, float("inf")), relative)
     flat_worst = int(difference.reshape(-1).argmax()) if difference.numel() else 0
     worst_index = unravel(flat_worst, difference.shape)
     mismatched = int(bad.sum())

@@ -60,6 +60,9 @@ def test_each_function_runs_on_a_fresh_leaf_per_dtype_and_its_source_is_recorded
     ("def g(x):\n    (d,) = torch.autograd.grad(x * x, x, create_graph=True)\n    return d", "create_graph"),
     ("def g(x):\n    return torch.func.jacrev(lambda t: t * t)(x)", "jacrev"),
     ("def g(x):\n    return torch.func.jacfwd(lambda t: t * t)(x)", "jacfwd"),
+    ("def g(x):\n    _, pullback = torch.func.vjp(lambda t: t * t, x)\n    return pullback(torch.ones_like(x))[0]",
+     "vjp"),
+    ("def g(x):\n    return torch.func.jvp(lambda t: t * t, (x,), (torch.ones_like(x),))[1]", "jvp"),
 ])
 def test_how_is_inferred_from_the_call_in_the_source(source: str, how: str, tmp_path) -> None:
     path = tmp_path / "code.py"
