@@ -88,7 +88,7 @@ def test_no_plumbing_in_visible_cells_and_no_machine_path_on_the_page(book_html:
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
-def test_every_name_a_visible_cell_uses_is_defined_in_a_visible_cell(pages: dict[str, BeautifulSoup], name: str) -> None:
+def test_the_visible_cells_run_when_pasted_in_order(pages: dict[str, BeautifulSoup], name: str) -> None:
     # Code pasted in order runs: run the visible cells alone, in order, in a fresh namespace.
     namespace: dict = {}
     cells = [cell.get_text() for cell in pages[name].select("div.cell_input pre")]
@@ -154,7 +154,8 @@ def test_kinks_shows_the_plain_pytorch(pages: dict[str, BeautifulSoup]) -> None:
     for call in ("torch.relu(x).sum().backward()", "torch.abs(x).sum().backward()", "torch.max(x).backward()",
                  "torch.amax(x,dim=0).backward()", "torch.max(x,dim=0)", "x.clamp(0,1).sum().backward()",
                  "torch.sqrt(x).backward()", "torch.where(x>0,torch.sqrt(x),0.0).sum().backward()",
-                 "torch.where(positive,x,1.0)", "torch.sqrt(x.clamp(min=0))", "torch.autograd.gradcheck(torch.abs,(x,))",
+                 "torch.where(positive,x,1.0)", "torch.sqrt(x.clamp(min=0))",
+                 "torch.autograd.gradcheck(torch.abs,(x,))",
                  "checks.check_jacobian(torch.relu,x)", "report.reason(1,1)"):
         assert call in visible, call
 
@@ -172,8 +173,10 @@ def test_kinks_glues_the_gradients_pytorch_returns(pages: dict[str, BeautifulSou
     assert (relu0, abs0) == (0.0, 0.0)  # the minimum-norm subgradients the chapter writes down first
     assert f"relu gave {relu0:g} at 0 and abs gave {abs0:g}" in text
     ties = [1.0, 3.0, 3.0]
-    assert (f"torch.max(x) stored {listed(_grad(torch.max, ties))}, torch.amax {listed(_grad(lambda t: t.amax(0), ties))}, "
-            f"and torch.max(x, dim=0) {listed(_grad(lambda t: t.max(dim=0).values, ties))}") in text
+    max_all, amax = _grad(torch.max, ties), _grad(lambda t: t.amax(0), ties)
+    max_dim = _grad(lambda t: t.max(dim=0).values, ties)
+    said = f"torch.max(x) stored {listed(max_all)}, torch.amax {listed(amax)}, and torch.max(x, dim=0) {listed(max_dim)}"
+    assert said in text
     assert f"clamp stored {listed(_grad(lambda t: t.clamp(0, 1), [-0.5, 0.0, 0.5, 1.0, 1.5]))}" in text
     points = [-1.0, 0.0, 4.0]
     trap = _grad(lambda t: torch.where(t > 0, torch.sqrt(t), 0.0), points)
@@ -202,13 +205,15 @@ def test_kinks_quotes_gradcheck_and_reports_the_checker_s_outcome(pages: dict[st
     assert shown(relu_error) in quotes
     text = plain_text(pages[KINKS])
     assert "[('inconclusive', 'kink'), ('inconclusive', 'kink')]" in text
-    assert "The check of relu is inconclusive (reason kink), and so is the check of abs: inconclusive, reason kink" in text
+    assert ("The check of relu is inconclusive (reason kink), and so is the check of abs: inconclusive, reason kink"
+            in text)
     assert "and True for abs" in text
     records = records_of(without_exercises(pages[KINKS]))
     gradcheck = [record for record in records if record["how"] == "gradcheck"]
     assert len(gradcheck) >= 1 and all(record["expected_failure"] and "Jacobian mismatch" in record["message"]
                                        for record in gradcheck)
-    central = {record["function"]: record for record in records if record["how"] == "numerical" and record["device"] == "cpu"}
+    central = {record["function"]: record for record in records
+               if record["how"] == "numerical" and record["device"] == "cpu"}
     assert central["relu(x).sum()"]["observed_gradient"][1] == pytest.approx(0.5)
     assert central["relu(x).sum()"]["expected_failure"] and central["abs(x).sum()"]["verdict"] == "pass"
 
