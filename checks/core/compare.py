@@ -58,9 +58,12 @@ def detectable(expected: torch.Tensor, tolerance: Tolerance) -> Detectable:
 
 
 def beyond_allowance(observed: torch.Tensor, expected: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
-    """Where |observed - expected| > allowed (one allowance per element); a NaN observed is always beyond."""
+    """Where |observed - expected| > allowed (one allowance per element), as torch.isclose judges: equal values
+    match, an infinity only its equal (inf - inf is NaN, and inf is within rtol * inf of any number), and a
+    NaN observed is always beyond."""
     difference = (observed - expected).abs()
-    return torch.isnan(difference) | (difference > allowed)
+    close = (observed == expected) | (torch.isfinite(expected) & (difference <= allowed))
+    return ~close
 
 
 def _allowed_at(tolerance: Tolerance, flat_index: int) -> str:
@@ -79,11 +82,14 @@ def compare(observed: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance
             f"observed gradient has shape {tuple(observed.shape)}, expected {tuple(expected.shape)}"
         )
     difference = (observed - expected).abs()
-    # NaN in observed counts as a mismatch of infinite size, never as a pass.
+    # Equal values differ by 0, equal infinities included; NaN (observed NaN, or an infinity against another
+    # value) counts as a mismatch of infinite size, never as a pass.
+    difference = torch.where(observed == expected, torch.zeros_like(difference), difference)
     difference = torch.where(torch.isnan(difference), torch.full_like(difference, float("inf")), difference)
     bad = beyond_allowance(observed, expected, tolerance.allowed(expected))
     relative = difference / expected.abs()
     relative = torch.where(difference == 0, torch.zeros_like(relative), relative)
+    relative = torch.where(torch.isnan(relative), torch.full_like(relative, float("inf")), relative)
     flat_worst = int(difference.reshape(-1).argmax()) if difference.numel() else 0
     worst_index = unravel(flat_worst, difference.shape)
     mismatched = int(bad.sum())

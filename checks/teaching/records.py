@@ -41,9 +41,11 @@ Number = float | int
 Value = Number | list[Any]
 Verdict = Literal["planned", "pass", "fail"]
 # How an observed value was produced: backward() into .grad ("stored"), torch.autograd.grad ("returned";
-# "create_graph" when it kept a graph to differentiate again), torch.func's reverse and forward mode
-# ("jacrev", "jacfwd") and "hessian", a finite-difference estimate ("numerical"), or gradcheck's own.
-Provenance = Literal["stored", "returned", "create_graph", "jacrev", "jacfwd", "hessian", "numerical", "gradcheck"]
+# "create_graph" when it kept a graph to differentiate again), handed to a tensor's hook during backward()
+# ("hook"), torch.func's reverse and forward mode ("jacrev", "jacfwd"; one product of either, "vjp" and
+# "jvp") and "hessian", a finite-difference estimate ("numerical"), or gradcheck's own.
+Provenance = Literal["stored", "returned", "create_graph", "hook", "jacrev", "jacfwd", "vjp", "jvp", "hessian",
+                     "numerical", "gradcheck"]
 PROVENANCES: tuple[Provenance, ...] = get_args(Provenance)
 # The keys every record has, and the seed of the book shows literally (Record.summary()).
 SUMMARY_KEYS = ("function", "x", "analytical_gradient", "observed_gradient", "executed")

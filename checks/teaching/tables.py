@@ -86,7 +86,8 @@ class Quote:
     """A message PyTorch emitted, shown verbatim as a quotation that wraps anywhere.
 
     Its paths and URLs are single unbreakable words wider than a phone; wrapping them keeps the page
-    from scrolling sideways without changing a character of the text.
+    from scrolling sideways without changing a character of the text. Its line breaks are kept: gradcheck
+    prints a Jacobian one row per line.
     """
 
     text: str
@@ -95,7 +96,7 @@ class Quote:
         return self.text
 
     def _repr_html_(self) -> str:
-        return (f'<blockquote class="checks-quote" style="overflow-wrap: anywhere;">'
+        return (f'<blockquote class="checks-quote" style="overflow-wrap: anywhere; white-space: pre-wrap;">'
                 f"{html.escape(self.text)}</blockquote>")
 
 

@@ -11,7 +11,7 @@ checks never replaces the code a reader sees. Two forms:
 
 How a value was observed (its provenance) is inferred where that is safe: the value *is* x.grad ->
 "stored"; the function's source calls torch.autograd.grad -> "returned" ("create_graph" with
-create_graph=True), torch.func.jacrev / jacfwd / hessian -> those; anything else must say how=.
+create_graph=True), torch.func.jacrev / jacfwd / vjp / jvp / hessian -> those; anything else must say how=.
 Every record keeps the code that ran (the function or script as written, and the expectation's f and df).
 """
 
@@ -49,6 +49,8 @@ SOURCE_MARKERS: tuple[tuple[str, Provenance], ...] = (
     (r"\bhessian\s*\(", "hessian"),
     (r"\bjacfwd\s*\(", "jacfwd"),
     (r"\bjacrev\s*\(", "jacrev"),
+    (r"\bjvp\s*\(", "jvp"),
+    (r"\bvjp\s*\(", "vjp"),
     (r"\bgradcheck\s*\(", "gradcheck"),
     (r"\bautograd\.grad\s*\(", "returned"),
 )
@@ -106,7 +108,8 @@ def infer_how(name: str, source: str, observed: object, x: torch.Tensor) -> Prov
         return found[0]
     if not found and observed is None and x.grad is None and re.search(r"\.backward\s*\(", calls):
         return "stored"  # it called backward() and returned x.grad, which stayed None
-    why = f"its source calls {', '.join(found)}" if found else "it neither returns x.grad nor calls autograd.grad, jacrev, jacfwd or hessian"
+    why = (f"its source calls {', '.join(found)}" if found else
+           "it neither returns x.grad nor calls autograd.grad, jacrev, jacfwd, vjp, jvp or hessian")
     raise CheckInputError(
         f"cannot tell how {name}(x) observed its gradient: {why}; name it, e.g. run(({name}, 'returned')) "
         f"or how='numerical' (one of {PROVENANCES})"
