@@ -64,3 +64,27 @@ def test_a_failure_names_only_the_environment_that_differs_from_the_page() -> No
     assert set(environment_items(record)) == {"device", "dtype", "seed"}
     elsewhere = dataclasses.replace(record, environment={**record.environment, "torch": "1.0.0"})
     assert environment_items(elsewhere)["torch"] == "1.0.0"
+
+
+def test_every_cell_of_a_check_table_carries_its_column_heading_for_the_phone_layout() -> None:
+    soup = BeautifulSoup(records_html([failed_record()]), "html.parser")
+    box = soup.select_one("div.checks-table-box")
+    assert box is not None and box.select_one("table.checks-table") is not None
+    headings = [th.get_text() for th in soup.select("thead th")]
+    labels = [td["data-label"] for td in soup.select("tbody tr td")]
+    assert labels == headings
+
+
+def test_a_numerical_record_shows_how_its_estimate_was_made_whatever_the_table_asked_for() -> None:
+    sine = checks.Expectation("sin(x)", torch.sin, "cos(x)", torch.cos, "d/dx sin x = cos x")
+    record = checks.plan(sine, 1.0, how="numerical", devices="cpu").run().one()
+    more = BeautifulSoup(records_html([record]), "html.parser").select_one("details.checks-more")
+    fields = {span["data-field"]: span.get_text() for span in more.select("[data-field]")}
+    assert {"method", "step", "evaluations", "error_estimate"} <= set(fields)
+    assert fields["method"] == "central" and fields["evaluations"] == "2"
+
+
+def test_a_failure_box_keeps_its_code_lines_as_written() -> None:
+    soup = BeautifulSoup(records_html([failed_record()]), "html.parser")
+    code = soup.select("div.checks-failure pre.checks-code")
+    assert code and all("\n    " in block.get_text() or "lambda" in block.get_text() for block in code)

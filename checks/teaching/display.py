@@ -57,7 +57,7 @@ METHOD_WORDS = {
 }
 
 HOW_WORDS = {
-    "stored": "stored in .grad by backward()",
+    "stored": "stored in .grad",
     "returned": "returned by autograd.grad",
     "create_graph": "returned by autograd.grad with create_graph=True",
     "hook": "handed to a hook by backward()",
@@ -93,10 +93,7 @@ def cell_text(key: str, record: Record) -> str:
     if key == "input_shape":
         return "(" + ", ".join(str(n) for n in value) + ("," if len(value) == 1 else "") + ")"
     if key == "how":
-        words = HOW_WORDS.get(value, value)
-        if value == "numerical" and record.method:
-            words = f"{words} ({METHOD_WORDS.get(record.method, record.method)})"
-        return words if record.executed else f"to be {value}"
+        return how_words(record)
     if key == "observed_gradient" and not record.executed:
         return "none (not run)"
     if key in ("abs_error", "rel_error") and value is not None:
@@ -104,7 +101,7 @@ def cell_text(key: str, record: Record) -> str:
     if key in ("step", "error_estimate"):
         return _short_numbers(value)
     if key == "tolerance":
-        return rtol_atol(value["rtol"], value["atol"], value.get("element_atol"))
+        return rtol_atol(value["rtol"], value["atol"], value.get("element_atol"), value.get("plain") is True)
     if key == "verdict" and record.expected_failure:
         return f"{value} (expected failure)" if not record.passed else f"{value} (a failure was expected)"
     if key == "verdict" and record.weak:
@@ -114,9 +111,48 @@ def cell_text(key: str, record: Record) -> str:
     return format_value(value)
 
 
-def rtol_atol(rtol: float, atol: float, element_atol: list[float] | dict[str, Any] | None = None) -> str:
+# What raised, by the way a value was asked for, when a pass recorded an error instead of a value.
+RAISING_CALLS = {"stored": "backward()", "returned": "autograd.grad", "create_graph": "autograd.grad"}
+
+
+def how_words(record: Record) -> str:
+    """How the row's value was observed, as the reader reads it: what happened, not only what was asked.
+
+    A pass whose call raised observed nothing ("backward() raised RuntimeError: nothing stored"); a .grad
+    that holds nothing was read, not stored ("read from .grad: none there").
+    """
+    if not record.executed:
+        return f"to be {record.how}"
+    raised = raised_type(record)
+    if raised:
+        call = RAISING_CALLS.get(record.how, HOW_WORDS.get(record.how, record.how))
+        return f"{call} raised {raised}: nothing " + ("stored" if record.how == "stored" else "returned")
+    if record.how == "stored" and record.observed_gradient is None:
+        return "read from .grad: none there"
+    words = HOW_WORDS.get(record.how, record.how)
+    if record.how == "numerical" and record.method:
+        words = f"{words} ({METHOD_WORDS.get(record.method, record.method)})"
+    return words
+
+
+# How a record's message introduces an error PyTorch raised during a pass (checks.teaching.witness.RAISED).
+RAISED_PREFIX = "PyTorch raised "
+
+
+def raised_type(record: Record) -> str:
+    """The type of the error a pass recorded instead of a value ("" when none was raised)."""
+    for line in record.message.splitlines():
+        if line.startswith(RAISED_PREFIX):
+            return line.removeprefix(RAISED_PREFIX).split(":", 1)[0]
+    return ""
+
+
+def rtol_atol(rtol: float, atol: float, element_atol: list[float] | dict[str, Any] | None = None,
+              plain: bool = False) -> str:
     """"rtol 1.3e-06, atol 1e-05", or with each element's own atol, their range: "atol 0.0335 to 0.045
     per element" (a folded list of them gives its minimum and maximum)."""
+    if plain:  # the reader's one number: atol = rtol = t, shown as what was written
+        return f"plain number {atol:.3g} (atol = rtol)"
     if isinstance(element_atol, dict):  # folded with its record (records.fold)
         element_atol = [element_atol["min"], element_atol["max"]]
     return f"rtol {rtol:.3g}, atol {atol_words(atol, element_atol)}"
@@ -193,6 +229,8 @@ def _short_numbers(value: Any) -> str:
         return "none"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_short_numbers(item) for item in value) + "]"
+    if isinstance(value, dict):  # folded with its record (records.fold)
+        return format_value(value)
     return format(value, ".3g")
 
 
@@ -216,9 +254,28 @@ def records_html(records: Sequence[Record], columns: Sequence[str] | None = None
     layout = [(heading, fields) for heading, fields in MAIN_COLUMNS if any(key in keys for key in fields)]
     head = "".join(f'<th scope="col">{html.escape(heading)}</th>' for heading, _ in layout)
     rows = "".join(_row(record, keys, layout) for record in records)
-    table = f'<table class="checks-table"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+    table = table_box(f'<table class="checks-table"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
     failures = "".join(failure_html(record) for record in records if record.executed and not record.passed)
     return table + weak_notes(records) + tolerance_notes(records) + failures + embed(records)
+
+
+def table_box(table: str) -> str:
+    """A table in the box whose width decides its layout (checks.css): rows as they are where the columns
+    fit, each row a card of labelled cells where they do not (a phone), so nothing scrolls sideways."""
+    return f'<div class="checks-table-box">{table}</div>'
+
+
+def data_label(heading: str) -> str:
+    """The attribute that names a cell's column where the row is shown as a card (checks.css)."""
+    return f' data-label="{html.escape(heading)}"'
+
+
+def row_keys(record: Record, keys: Sequence[str]) -> list[str]:
+    """The fields shown for a record: those asked for, and how a numerical estimate was made (method, step,
+    evaluations, error estimate) under every numerical check, whatever the table asked for."""
+    if record.how != "numerical" or not record.executed:
+        return list(keys)
+    return [*keys, *(key for key in NUMERICAL_COLUMNS if key not in keys)]
 
 
 # The table's columns and the record fields each shows; fields not named here are folded under the check.
@@ -228,8 +285,9 @@ MAIN_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shape · dtype · device", ("input_shape", "dtype", "device")),
     ("expected", ("analytical_gradient",)),
     ("observed", ("observed_gradient",)),
-    ("error (abs, rel)", ("abs_error", "rel_error")),
-    ("allowed", ("tolerance",)),
+    # The error beside what was allowed, in one cell: read together, and narrow enough for every column to
+    # fit a desktop's text column.
+    ("error · allowed", ("abs_error", "rel_error", "tolerance")),
 )
 SHOWN = {key for _, fields in MAIN_COLUMNS for key in fields}
 
@@ -243,6 +301,7 @@ def _row(record: Record, keys: Sequence[str], layout: Sequence[tuple[str, tuple[
     # Executed rows get the record's id, so each check is linkable (a plan's rows share those ids and would
     # collide with the results on the same page).
     anchor = f' id="{html.escape(record.id)}"' if record.executed else ""
+    keys = row_keys(record, keys)
     cells = "".join(_cell(record, keys, heading, fields) for heading, fields in layout)
     # The outcome's class tells a demonstration (an expected failure) from a problem (an unexpected pass).
     outcome = record.outcome.replace(" ", "-")
@@ -260,9 +319,9 @@ def _cell(record: Record, keys: Sequence[str], heading: str, fields: tuple[str, 
         elif record.weak:  # "weak" under the word, linked to why, under the table
             text = (f'{html.escape(word)}<a class="checks-verdict-note checks-weak-note" '
                     f'href="#{html.escape(weak_anchor(record))}">weak</a>')
-        return f'<td class="checks-verdict" data-field="verdict">{text}</td>'
+        return f'<td class="checks-verdict" data-field="verdict"{data_label(heading)}>{text}</td>'
     if fields == ("check",):
-        return f'<td class="checks-check">{_check_cell(record, keys)}</td>'
+        return f'<td class="checks-check"{data_label(heading)}>{_check_cell(record, keys)}</td>'
     if fields in (("analytical_gradient",), ("observed_gradient",)):
         key = fields[0]
         if key == "observed_gradient" and not record.executed:
@@ -270,18 +329,23 @@ def _cell(record: Record, keys: Sequence[str], heading: str, fields: tuple[str, 
         else:
             expected = record.analytical_gradient if key == "observed_gradient" else None
             content = vector_html(getattr(record, key), mismatched_indices(record), expected)
-        return f'<td class="checks-{key}">{field(key, content)}</td>'
+        return f'<td class="checks-{key}"{data_label(heading)}>{field(key, content)}</td>'
     joiner = " · " if heading.startswith("shape") else "<br>"
     # A number stays whole with its label ("abs 2.49e-08" would break at its hyphen); a line may break
     # between "rtol …," and "atol …".
-    content = joiner.join(field(key, ", ".join(f'<span class="checks-nowrap">{html.escape(piece)}</span>'
-                                               for piece in (_label(key) + cell_text(key, record)).split(", ")))
-                          for key in wanted)
-    return f'<td class="checks-{"-".join(wanted)}">{content}</td>'
+    content = joiner.join(_labelled(key, field(key, ", ".join(
+        f'<span class="checks-nowrap">{html.escape(piece)}</span>'
+        for piece in (_label(key) + cell_text(key, record)).split(", ")))) for key in wanted)
+    return f'<td class="checks-{"-".join(wanted)}"{data_label(heading)}>{content}</td>'
 
 
 def _label(key: str) -> str:
     return {"abs_error": "abs ", "rel_error": "rel "}.get(key, "")
+
+
+def _labelled(key: str, content: str) -> str:
+    """The allowance under the errors, introduced as what it is."""
+    return f'<span class="checks-allowed">allowed {content}</span>' if key == "tolerance" else content
 
 
 def _check_cell(record: Record, keys: Sequence[str]) -> str:
@@ -305,7 +369,8 @@ def tolerance_words(tolerance: dict[str, Any]) -> str:
     """rtol and atol with the reason, and each change with what it was and why it changed."""
     if not tolerance:
         return "none"
-    return (f"{rtol_atol(tolerance['rtol'], tolerance['atol'], tolerance.get('element_atol'))} ({tolerance['reason']})"
+    return (f"{rtol_atol(tolerance['rtol'], tolerance['atol'], tolerance.get('element_atol'), tolerance.get('plain') is True)}"
+            f" ({tolerance['reason']})"
             + "".join(f"; changed from {_change_words(change)}" for change in tolerance.get("history", ())))
 
 
@@ -427,7 +492,7 @@ def failure_html(record: Record) -> str:
             "expected": f"analytical: {record.gradient_formula} ({record.derivative_source})",
             "observed": cell_text("how", record),
         }),
-        "Code": "".join(f'<p class="checks-code-name">{html.escape(name)}</p>{_pre(code)}'
+        "Code": "".join(f'<p class="checks-code-name">{html.escape(name)}</p>{_pre(code, "checks-code")}'
                         for name, code in record.code.items()),
         "Environment": '<p class="checks-environment-note">As stated under the page\'s title, except:</p>'
                        + _definitions(environment_items(record)),
@@ -483,8 +548,8 @@ def _change_words(change: dict[str, Any]) -> str:
             f"because: {change['reason']}")
 
 
-def _pre(text: str) -> str:
-    return f"<pre>{html.escape(text)}</pre>"
+def _pre(text: str, css: str = "") -> str:
+    return f'<pre class="{css}">{html.escape(text)}</pre>' if css else f"<pre>{html.escape(text)}</pre>"
 
 
 def _definitions(items: dict[str, str], markup: dict[str, str] | None = None) -> str:

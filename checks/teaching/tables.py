@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import CheckInputError
-from .display import HOW_WORDS, cell_text, embed, failure_html, format_value, tolerance_notes, weak_notes
+from .display import (cell_text, data_label, embed, failure_html, format_value, table_box,
+                      tolerance_notes, weak_notes)
 from .records import Record
 from .results import Results
 
@@ -24,6 +25,8 @@ if TYPE_CHECKING:  # pandas is imported where a frame is made: the build's Sphin
     import pandas as pd  # the package and makes none, and pandas costs it about 0.2 s
 
 SCRIPT_EXPECTED = "expected (from the analytical derivative)"
+# The script's label of each value it handed to see(...): what was read at that point of the script.
+SCRIPT_READ = "what was read"
 # What each pass's allowance could catch: the smallest relative error of the gradient it fails.
 SCRIPT_DETECTS = "detects (relative error above)"
 
@@ -48,27 +51,47 @@ class ScriptResults(Results):
     def frame(self) -> pd.DataFrame:
         import pandas as pd
 
-        return pd.DataFrame([
-            {
-                "verdict": cell_text("verdict", record),
-                "pass": record.check.removeprefix(f"{self._script}: "),
-                SCRIPT_EXPECTED: cell_text("analytical_gradient", record),
-                "observed": cell_text("observed_gradient", record),
-                "observed how": cell_text("how", record),
-                "dtype": record.dtype,
-                "device": record.device,
-                SCRIPT_DETECTS: "none" if record.detectable_relative_error is None
-                else f"{record.detectable_relative_error:.2g}",
-            }
-            for record in self._records
-        ])
+        return pd.DataFrame([{heading: text for heading, (_, text) in self._cells(record).items()}
+                             for record in self._records])
+
+    def _cells(self, record: Record) -> dict[str, tuple[str, str]]:
+        """Each column of a pass's row: heading -> (the record field it shows, its text)."""
+        return {
+            "verdict": ("verdict", cell_text("verdict", record)),
+            SCRIPT_READ: ("check", record.check.removeprefix(f"{self._script}: ")),
+            SCRIPT_EXPECTED: ("analytical_gradient", cell_text("analytical_gradient", record)),
+            "observed": ("observed_gradient", cell_text("observed_gradient", record)),
+            "observed how": ("how", cell_text("how", record)),
+            "dtype · device": ("dtype-device", f"{record.dtype} · {record.device}"),
+            SCRIPT_DETECTS: ("detectable_relative_error", "none" if record.detectable_relative_error is None
+                             else f"{record.detectable_relative_error:.2g}"),
+        }
 
     def _repr_html_(self) -> str:
         records = list(self._records)
+        # How each value was observed goes under what was read (as under a check's name in the other check
+        # tables): one column fewer, so that every column fits a desktop's text column.
+        headings = [heading for heading in (self._cells(records[0]) if records else ()) if heading != "observed how"]
+        head = "".join(f'<th scope="col">{html.escape(heading)}</th>' for heading in headings)
+        # Each row carries its record's id (the ledger links every check to its row on the page) and its
+        # verdict's class (the verdict's colour and symbol, as in the other check tables).
+        rows = "".join(
+            f'<tr id="{html.escape(record.id)}" class="checks-{record.verdict} '
+            f'checks-outcome-{record.outcome.replace(" ", "-")}">'
+            + "".join(self._cell_html(record, heading, key, text)
+                      for heading, (key, text) in self._cells(record).items() if heading != "observed how")
+            + "</tr>"
+            for record in records)
+        table = table_box(f'<table class="checks-passes"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
         failures = "".join(failure_html(record) for record in records if not record.passed)
-        # Each row carries its record's id: the ledger links every check to its row on the page.
-        return (table_html(self.frame(), [record.id for record in records]) + weak_notes(records)
-                + tolerance_notes(records) + failures + embed(records))
+        return table + weak_notes(records) + tolerance_notes(records) + failures + embed(records)
+
+    def _cell_html(self, record: Record, heading: str, key: str, text: str) -> str:
+        content = f'<span data-field="{key}">{html.escape(text)}</span>'
+        if key == "check":
+            content += (f'<br><span class="checks-how" data-field="how">'
+                        f'{html.escape(cell_text("how", record))}</span>')
+        return f'<td class="checks-{key}"{data_label(heading)}>{content}</td>'
 
 
 @dataclass(frozen=True)
@@ -100,24 +123,19 @@ class Quote:
                 f"{html.escape(self.text)}</blockquote>")
 
 
-def table_html(frame: pd.DataFrame, row_ids: Sequence[str] = ()) -> str:
-    """A chapter's own table, told apart from the shared check tables by its class; rows get row_ids.
-
-    It scrolls sideways inside its own box: its texts may make it wider than a phone, and the page
-    itself must never scroll sideways (the style is inline so the table needs no stylesheet).
-    """
-    # The verdict first: on a phone the rest of the row scrolls, the verdict stays in view.
+def table_html(frame: pd.DataFrame) -> str:
+    """A chapter's own table, told apart from the check tables by its class, laid out like them: its
+    columns where they fit, a card of labelled cells per row where they do not (a phone)."""
+    # The verdict first, where the eye starts.
     columns = [column for column in frame.columns if column == "verdict"]
     columns += [column for column in frame.columns if column != "verdict"]
-    head = "".join(f"<th>{html.escape(str(column))}</th>" for column in columns)
-    ids = list(row_ids) or [""] * len(frame)
+    head = "".join(f'<th scope="col">{html.escape(str(column))}</th>' for column in columns)
     rows = "".join(
-        (f'<tr id="{html.escape(row_id)}">' if row_id else "<tr>")
-        + "".join(f"<td>{html.escape(str(row[column]))}</td>" for column in columns) + "</tr>"
-        for row_id, (_, row) in zip(ids, frame.iterrows())
+        "<tr>" + "".join(f"<td{data_label(str(column))}>{html.escape(str(row[column]))}</td>" for column in columns)
+        + "</tr>"
+        for _, row in frame.iterrows()
     )
-    table = f'<table class="dataframe checks-passes"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
-    return f'<div class="checks-passes-scroll" style="overflow-x: auto; max-width: 100%;">{table}</div>'
+    return table_box(f'<table class="checks-own"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
 
 
 def provenance_frame(records: Sequence[Record]) -> pd.DataFrame:
@@ -131,7 +149,7 @@ def provenance_frame(records: Sequence[Record]) -> pd.DataFrame:
     return pd.DataFrame([
         {
             "check": record.check,
-            "where the derivative came from": HOW_WORDS.get(record.how, record.how),
+            "where the derivative came from": cell_text("how", record),
             "expected": format_value(record.analytical_gradient),
             "observed": format_value(record.observed_gradient),
             "shape": cell_text("input_shape", record),
