@@ -319,3 +319,28 @@ def test_a_pass_whose_expected_outcome_is_no_gradient_verifies(tmp_path: Path,
 
     nothing = replace(run(SQUARE), analytical_gradient=None, observed_gradient=None)  # x.grad stays None
     assert main([str(write(tmp_path, entries(nothing)))]) == 0
+
+
+def test_ledger_json_is_strict_json_and_reads_its_non_finite_numbers_back(tmp_path: Path) -> None:
+    # The torch.where trap of the chapter on kinks: sqrt's NaN derivative at x < 0 survives the mask, so the
+    # observed gradient holds a NaN and the error is not finite.
+    trap = checks.Expectation("where(x > 0, sqrt(x), 0).sum()", lambda x: torch.where(x > 0, torch.sqrt(x), 0).sum(),
+                              "1/(2 sqrt(x)) where x > 0, else 0",
+                              lambda x: torch.where(x > 0, 0.5 / torch.sqrt(x.clamp(min=1e-300)), 0), "power rule")
+    items = entries(run(trap, x=[-1.0, 4.0], expected_failure=True))
+    site = write(tmp_path, items)
+    text = (site / ledger.LEDGER_JSON).read_text()
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{constant} is not JSON")
+
+    data = json.loads(text, parse_constant=refuse)  # a strict reader: NaN and Infinity would raise here
+    written = data["checks"][0]
+    assert written["observed_gradient"] == ["nan", 0.25] and written["analytical_gradient"] == [0.0, 0.25]
+    assert (written["abs_error"], written["rel_error"]) == ("inf", "inf")  # a non-finite element: an infinite error
+    read = ledger.read(site).entries[0]
+    observed = read["observed_gradient"]
+    assert observed[0] != observed[0] and observed[1] == 0.25  # a float NaN again, beside a plain number
+    assert read["check"] == items[0]["check"]  # text fields are left as they are
+    assert ledger.digest_of_file(site / ledger.LEDGER_JSON) == ledger.digest(items)
+    assert main([str(site)]) == 0  # python -m checks reads it: a declared failure, no problem

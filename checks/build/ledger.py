@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import math
 import os
 import re
 from collections import Counter
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import CheckInputError
-from ..teaching.display import (HOW_WORDS, RECORDS_MIME, allowance_at, cell_text, mismatched_indices, percent,
+from ..teaching.display import (RECORDS_MIME, allowance_at, cell_text, data_label, mismatched_indices, percent,
                                 vector_html)
 from ..teaching.records import PROBLEMS, WEAK_ABOVE, Record, is_weak
 from .fingerprint import components, digest as json_digest
@@ -47,8 +48,9 @@ COLUMNS = {
     "device": "device",
     "analytical_gradient": "expected",
     "observed_gradient": "observed",
-    "abs_error": "error",
-    "tolerance": "allowed",
+    # The error beside what was allowed, in one cell (sorted by the absolute error): read together, and
+    # narrow enough for every column to fit a desktop.
+    "abs_error": "error · allowed",
     "detectable_relative_error": "detects",
     "weak": "weak",
 }
@@ -90,8 +92,49 @@ def summary(entries: Sequence[Entry]) -> dict[str, Any]:
 
 
 def to_json(entries: Sequence[Entry], build: dict[str, Any] | None = None) -> str:
-    """The entries as ledger.json holds them, under the build's stamp (see the module's docstring)."""
-    return json.dumps({"build": build or {}, "checks": list(entries)}, sort_keys=True, indent=1)
+    """The entries as ledger.json holds them, under the build's stamp (see the module's docstring).
+
+    Strict JSON: a non-finite number (a NaN gradient, an infinite error) is written as the string "nan",
+    "inf" or "-inf", which any JSON reader accepts (Python's json would write NaN and Infinity, which strict
+    readers refuse); read() turns them back into floats.
+    """
+    return json.dumps(_strict({"build": build or {}, "checks": list(entries)}), sort_keys=True, indent=1,
+                      allow_nan=False)
+
+
+# Non-finite numbers as ledger.json writes them, and the floats they stand for.
+NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+# The fields of an entry that hold numbers (values, errors, steps), where those strings are read back as floats.
+NUMBER_FIELDS = ("x", "analytical_gradient", "observed_gradient", "abs_error", "rel_error", "step", "error_estimate",
+                 "detectable_relative_error")
+
+
+def _strict(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else "inf" if value > 0 else "-inf"
+    if isinstance(value, dict):
+        return {key: _strict(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(item) for item in value]
+    return value
+
+
+def _numbers(value: Any) -> Any:
+    """A value of a number field with "nan", "inf" and "-inf" read back as floats (lists and folded values too)."""
+    if isinstance(value, str):
+        return NON_FINITE.get(value, value)
+    if isinstance(value, dict):
+        return {key: _numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_numbers(item) for item in value]
+    return value
+
+
+def from_json_entry(item: Any) -> Any:
+    """An entry as ledger.json holds it, its number fields as floats again (see to_json)."""
+    if not isinstance(item, dict):
+        return item
+    return {key: _numbers(value) if key in NUMBER_FIELDS else value for key, value in item.items()}
 
 
 def digest(entries: Sequence[Entry]) -> str:
@@ -101,7 +144,7 @@ def digest(entries: Sequence[Entry]) -> str:
 def digest_of_file(path: Path) -> str | None:
     """The digest of the checks a ledger.json holds; None when there is none or it cannot be read."""
     try:
-        return digest(json.loads(path.read_text(encoding="utf-8"))["checks"])
+        return digest([from_json_entry(item) for item in json.loads(path.read_text(encoding="utf-8"))["checks"]])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -167,7 +210,7 @@ def read(path: str | Path) -> Ledger:
     if not (isinstance(data, dict) and isinstance(data.get("build"), dict) and isinstance(data.get("checks"), list)):
         raise CheckInputError(f'{path} is not a ledger: expected {{"build": {{...}}, "checks": [...]}} '
                               f"(written by checks.build.sphinxext; rebuild the book)")
-    build, entries = data["build"], data["checks"]
+    build, entries = data["build"], [from_json_entry(item) for item in data["checks"]]
     if build.get("finished") is not True:
         raise CheckInputError(f"{path} is from a build that did not finish; rebuild the book")
     if not (isinstance(build.get("fingerprint"), dict) and isinstance(build.get("chapters"), list)
@@ -421,35 +464,39 @@ def _table_html(entries: Sequence[Entry], link: Callable[[Entry], str]) -> str:
         + "</tr>"
         for item, record in ((item, Record.from_dict(item)) for item in entries)
     )
-    return (f'<div class="checks-ledger-table"><table class="checks-table checks-ledger">'
+    return (f'<div class="checks-ledger-table checks-table-box"><table class="checks-table checks-ledger">'
             f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>")
 
 
 def _ledger_cell(key: str, item: Entry, record: Record, link: Callable[[Entry], str]) -> str:
+    labelled = data_label(COLUMNS[key])  # the cell's heading, shown beside it where a row is a card (a phone)
     if key == "outcome":
-        return f'<td class="checks-verdict">{html.escape(item["outcome"])}</td>'
+        return f'<td class="checks-verdict"{labelled}>{html.escape(item["outcome"])}</td>'
     if key == "chapter":
-        return f'<td class="checks-chapter"><a href="{html.escape(link(item))}">{html.escape(item["chapter"])}</a></td>'
+        return (f'<td class="checks-chapter"{labelled}><a href="{html.escape(link(item))}">'
+                f'{html.escape(item["chapter"])}</a></td>')
     if key == "how":
         text = item["how"] + (f" ({item['method']})" if item.get("method") else "")
-        return f'<td class="checks-how" title="{html.escape(HOW_WORDS.get(item["how"], item["how"]))}">{html.escape(text)}</td>'
+        return (f'<td class="checks-how" title="{html.escape(cell_text("how", record))}"{labelled}>'
+                f"{html.escape(text)}</td>")
     if key in ("analytical_gradient", "observed_gradient"):
         # Mismatched elements are marked; their list by index is on the chapter's page, a click away.
         # Sorting and searching read the value's text, not the folded markup.
-        return (f'<td class="checks-{key}" data-order="{html.escape(cell_text(key, record))}">'
+        return (f'<td class="checks-{key}" data-order="{html.escape(cell_text(key, record))}"{labelled}>'
                 f"{vector_html(getattr(record, key), mismatched_indices(record))}</td>")
     if key == "abs_error":
-        return (f'<td class="checks-abs_error-rel_error" data-order="{record.abs_error}">abs '
-                f"{html.escape(cell_text('abs_error', record))}<br>rel {html.escape(cell_text('rel_error', record))}</td>")
+        return (f'<td class="checks-abs_error-rel_error" data-order="{record.abs_error}"{labelled}>abs '
+                f"{html.escape(cell_text('abs_error', record))}<br>rel {html.escape(cell_text('rel_error', record))}"
+                f'<span class="checks-allowed">allowed {html.escape(cell_text("tolerance", record))}</span></td>')
     if key == "detectable_relative_error":
         value = record.detectable_relative_error
         text = "none" if value is None else f"{value:.2g}" + (f" ({percent(value)})" if value >= 1e-3 else "")
         at = f"<br>at {html.escape(str(record.detectable_index))}" if value is not None and record.detectable_index else ""
         return (f'<td class="checks-detectable" data-order="{-1 if value is None else value}" '
-                f'title="{html.escape(cell_text(key, record))}">{html.escape(text)}{at}</td>')
+                f'title="{html.escape(cell_text(key, record))}"{labelled}>{html.escape(text)}{at}</td>')
     if key == "weak":
-        return f'<td class="checks-weak-flag">{WEAK_WORDS[record.weak, bool(record.weak_reason)]}</td>'
-    return f'<td class="checks-{key}">{html.escape(cell_text(key, record))}</td>'
+        return f'<td class="checks-weak-flag"{labelled}>{WEAK_WORDS[record.weak, bool(record.weak_reason)]}</td>'
+    return f'<td class="checks-{key}"{labelled}>{html.escape(cell_text(key, record))}</td>'
 
 
 def _table_script(table_library: str) -> str:
