@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import checks
-from checks.teaching.display import records_html
+from checks.teaching.display import cell_text, records_html
 
 SQUARE = checks.Expectation("x*x", lambda x: x * x, "2*x", lambda x: 2 * x, "power rule: d/dx x² = 2x")
 SECOND_BACKWARD = "Trying to backward through the graph a second time"
@@ -185,7 +185,7 @@ def test_a_script_of_passes_on_one_leaf_records_accumulation_and_a_captured_erro
     assert "see(x.grad, expected=2 * SQUARE.df(x)" in raised.code["accumulation"]
     html = results._repr_html_()
     assert "expected (from the analytical derivative)" in html
-    assert "<td>a second backward() adds</td>" in html  # the script's name is not repeated in the table
+    assert '<span data-field="check">a second backward() adds</span>' in html  # the script's name is not repeated
     assert "checks-failure" in html and "application/vnd.checks.records+json" in html
     assert results.one(what="a second backward() adds").observed_gradient == 12.0
 
@@ -276,7 +276,7 @@ def test_a_script_takes_a_tolerance_per_dtype() -> None:
 def test_each_pass_row_carries_its_record_id_for_the_ledger_link() -> None:
     results = checks.run_script(accumulation, x=3.0, expectation=SQUARE, devices="cpu")
     html = results._repr_html_()
-    assert all(f'<tr id="{record.id}">' in html for record in results)
+    assert all(f'<tr id="{record.id}" ' in html for record in results)
     assert len({record.id for record in results}) == len(results)
 
 
@@ -289,7 +289,7 @@ def test_provenance_table_and_plain_refuse_what_they_cannot_show() -> None:
         checks.plain([1.0, 2.0])
     results = checks.witness(SQUARE, 3.0, stored, returned, devices="cpu")
     words = list(checks.provenance_frame(list(results))["where the derivative came from"])
-    assert words == ["stored in .grad by backward()", "returned by autograd.grad"]
+    assert words == ["stored in .grad", "returned by autograd.grad"]
     assert checks.plain(results[0].observed_gradient) == 6.0 and checks.plain(None) == "none"
 
 
@@ -300,3 +300,88 @@ def test_a_quote_keeps_pytorch_s_text_and_its_line_breaks() -> None:
     assert "white-space: pre-wrap" in html and "overflow-wrap: anywhere" in html
     assert "tensor([[0.5]])\n&lt;analytical&gt;</blockquote>" in html
     assert repr(checks.Quote(message)) == message
+
+
+# model.weight.grad is stored: a parameter's .grad of a module the code uses ----------------------------------
+
+LAYER = torch.nn.Linear(2, 1, bias=False).double()
+
+
+def weight_gradient(x, see):
+    model = torch.nn.Linear(2, 1, bias=False).to(x)
+    (model(x) ** 2).sum().backward()
+    W = model.weight.detach().double()
+    expected = 2 * (x.double() @ W.T).T @ x.double()
+    see(model.weight.grad, expected=expected, what="weight.grad", gradient="2 (XWᵀ)ᵀX")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    grads = [p.grad for group in optimizer.param_groups for p in group["params"]]
+    see(grads[0], expected=expected, what="the optimizer's parameter's .grad", gradient="2 (XWᵀ)ᵀX")
+
+
+def test_a_module_s_parameter_grad_is_recognised_as_stored() -> None:
+    results = checks.run_script(weight_gradient, x=[[1.0, 2.0]], requires_grad=False, devices="cpu",
+                                function="(model(x)**2).sum()", source="chain rule")
+    assert [record.how for record in results] == ["stored", "stored"] and results.passed
+
+
+def test_a_copy_of_a_grad_is_not_recognised_as_stored() -> None:
+    def copied(x, see):
+        model = torch.nn.Linear(2, 1, bias=False).to(x)
+        model(x).sum().backward()
+        see(model.weight.grad.clone(), expected=x.double(), what="a copy of weight.grad", gradient="X")
+
+    with pytest.raises(checks.CheckInputError, match="cannot tell how"):
+        checks.run_script(copied, x=[[1.0, 2.0]], requires_grad=False, devices="cpu", function="f", source="s")
+
+
+def test_a_gradient_function_returning_a_global_module_s_parameter_grad_is_stored() -> None:
+    def weight_grad(x):
+        LAYER.weight.grad = None
+        (LAYER(torch.ones(1, 2, dtype=x.dtype)) * x).sum().backward()
+        return LAYER.weight.grad
+
+    # d/dW_j of (W·ones) Σ_k x_k is Σ_k x_k for each j: [[2, 2]] at x = [[1, 1]], the weight's shape.
+    weighted = checks.Expectation("(LAYER(ones) * x).sum(), by the weight", lambda x: x.sum(), "x.sum() per weight",
+                                  lambda x: torch.full_like(x, float(x.sum())), "W·ones is linear in each W_j")
+    record = checks.witness(weighted, [[1.0, 1.0]], weight_grad, devices="cpu").one()
+    assert record.how == "stored" and record.passed and record.observed_gradient == [[2.0, 2.0]]
+
+
+# How a row was observed is read for what happened -------------------------------------------------------------
+
+def raising(x, see):
+    y = x * x
+    y.backward()
+    with see.raises("Trying to backward through the graph a second time", expected=SQUARE.df(x), how="stored",
+                    what="the walked graph again"):
+        y.backward()
+    x.grad = None
+    see(x.grad, expected=None, what="after the reset")
+
+
+def test_a_pass_whose_backward_raised_is_not_labelled_stored_by_backward() -> None:
+    results = checks.run_script(raising, x=3.0, expectation=SQUARE, devices="cpu")
+    words = [cell_text("how", record) for record in results]
+    assert words == ["backward() raised RuntimeError: nothing stored", "read from .grad: none there"]
+
+
+# A plain number as a tolerance --------------------------------------------------------------------------------
+
+def test_a_plain_number_is_atol_and_rtol_and_says_it_came_from_the_reader() -> None:
+    def off_by(delta):
+        def observed(x):
+            return torch.full_like(x, 6.0 + delta)
+        return observed
+
+    # At x = 3 the expected 6 allows t·(1 + 6) = 7e-6 with t = 1e-6.
+    inside = checks.witness(SQUARE, 3.0, (off_by(6.9e-6), "returned"), tolerance=1e-6, devices="cpu").one()
+    outside = checks.witness(SQUARE, 3.0, (off_by(7.1e-6), "returned"), tolerance=1e-6, devices="cpu",
+                             expected_failure=True).one()
+    assert inside.passed and not outside.passed
+    assert inside.tolerance["rtol"] == inside.tolerance["atol"] == 1e-6 and inside.tolerance["plain"] is True
+    assert inside.tolerance["reason"].startswith("a plain number given by the reader")
+    assert cell_text("tolerance", inside) == "plain number 1e-06 (atol = rtol)"
+    assert checks.Tolerance.from_dict(inside.tolerance).plain
+    # A chapter's change of it carries a written reason: no longer the reader's plain number.
+    changed = checks.Tolerance.plain_number(1e-6).changed(rtol=1e-5, reason="why")
+    assert not changed.plain and "plain" not in changed.to_dict()

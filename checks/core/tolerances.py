@@ -32,6 +32,10 @@ ASSERT_CLOSE_DEFAULTS: dict[str, tuple[float, float]] = {
 }
 
 
+# The reason of a tolerance written as a plain number (Tolerance.plain_number).
+PLAIN_REASON = "a plain number given by the reader"
+
+
 @dataclass(frozen=True)
 class ToleranceChange:
     """One change of a tolerance: what it was, what it became, and the written reason."""
@@ -50,6 +54,8 @@ class Tolerance:
     element_atol -- None: atol applies to every element. Otherwise each element's own atol, one per element
                     of the gradient in row-major order (Tolerance.per_element), and atol is the largest of
                     them: an allowance derived per element where the elements' scales differ.
+    plain        -- written by the reader as one number t (Tolerance.plain_number): atol = rtol = t, and the
+                    reason says only that; tables and records show it as such.
     """
 
     rtol: float
@@ -57,6 +63,7 @@ class Tolerance:
     reason: str
     history: tuple[ToleranceChange, ...] = field(default=())
     element_atol: tuple[float, ...] | None = None
+    plain: bool = False
 
     def __post_init__(self) -> None:
         _require_reason(self.reason, "a tolerance")
@@ -76,6 +83,22 @@ class Tolerance:
             if self.atol != max(self.element_atol):
                 raise ToleranceChangeError(f"atol={self.atol!r} must be the largest element's atol, "
                                            f"{max(self.element_atol)!r}, when each element has its own")
+
+    @classmethod
+    def plain_number(cls, value: object) -> Tolerance:
+        """A tolerance written as one number t, where tolerances are not the lesson (an exercise, a quick check).
+
+        t is both the absolute and the relative allowance, atol = rtol = t: an element passes when
+        |observed - expected| <= t·(1 + |expected|), so t is an absolute bound where the gradient is below 1
+        and a relative one where it is larger. Its reason says only that the reader gave it; a chapter's own
+        check writes its reason (default_tolerance(dtype).changed(..., reason=...)).
+        """
+        t = number(value, "a plain-number tolerance", above=0, error=ToleranceChangeError)
+        if t >= 1:
+            raise ToleranceChangeError(
+                f"tolerance={value!r} allows a difference as large as the expected value itself (atol = rtol = "
+                f"{value!r}): a zero gradient would pass; give a number below 1, e.g. tolerance=1e-6")
+        return cls(rtol=t, atol=t, reason=f"{PLAIN_REASON}: atol = rtol = {t:.3g}", plain=True)
 
     @classmethod
     def per_element(cls, rtol: float, atols: Sequence[float] | torch.Tensor, reason: str) -> Tolerance:
@@ -111,8 +134,9 @@ class Tolerance:
         change = ToleranceChange(self.rtol, self.atol, new_rtol, new_atol, reason.strip())
         # A new atol is one for every element: the elements' own are replaced with it.
         element_atol = self.element_atol if atol is None else None
+        # A changed tolerance carries the written reason: it is no longer the reader's plain number.
         return replace(self, rtol=new_rtol, atol=new_atol, reason=reason.strip(), history=(*self.history, change),
-                       element_atol=element_atol)
+                       element_atol=element_atol, plain=False)
 
     def to_dict(self) -> dict:
         data = {
@@ -123,6 +147,8 @@ class Tolerance:
         }
         if self.element_atol is not None:
             data["element_atol"] = list(self.element_atol)
+        if self.plain:
+            data["plain"] = True
         return data
 
     @classmethod
@@ -135,7 +161,8 @@ class Tolerance:
         history = tuple(ToleranceChange(**change) for change in data.get("history", ()))
         element_atol = data.get("element_atol")
         return cls(rtol=data["rtol"], atol=data["atol"], reason=data["reason"], history=history,
-                   element_atol=None if element_atol is None else tuple(element_atol))
+                   element_atol=None if element_atol is None else tuple(element_atol),
+                   plain=data.get("plain") is True)
 
 
 def atol_words(atol: float, element_atol: Sequence[float] | None = None) -> str:

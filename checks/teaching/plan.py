@@ -84,7 +84,7 @@ def plan(
     how: Provenance | Sequence[Provenance] = "stored",
     dtypes: str | Sequence[str] = ("float64",),
     devices: str | Sequence[str] | None = None,
-    tolerance: Tolerance | Mapping[str, Tolerance] | str | None = None,
+    tolerance: Tolerance | float | Mapping[str, Tolerance | float] | str | None = None,
     label: str | None = None,
     expected_failure: bool = False,
     seed: int = 0,
@@ -98,7 +98,8 @@ def plan(
     tolerance -- None for the default (torch.testing's per-dtype default for autograd; for a numerical
     estimate, one derived for each element from ε, its step and |f|: element_numerical_tolerance), a Tolerance for
     every dtype, or one per dtype name; any other tolerance must carry its written reason (see
-    Tolerance.changed). "estimate" takes a numerical check's tolerance from its own error estimate
+    Tolerance.changed), except a plain number t, where tolerances are not the lesson (an exercise): atol =
+    rtol = t, recorded as "a plain number given by the reader" (Tolerance.plain_number). "estimate" takes a numerical check's tolerance from its own error estimate
     (Richardson only), so it is known only once the check has run.
     how="numerical" plans one finite-difference estimate per method (forward, central, complex,
     richardson), with relative step step (None: numerical.default_step) and Richardson's levels.
@@ -118,7 +119,7 @@ def witness(
     how: Provenance | None = None,
     dtypes: str | Sequence[str] = ("float64",),
     devices: str | Sequence[str] | None = None,
-    tolerance: Tolerance | Mapping[str, Tolerance] | None = None,
+    tolerance: Tolerance | float | Mapping[str, Tolerance | float] | None = None,
     label: str | None = None,
     expected_failure: bool = False,
     seed: int = 0,

@@ -93,7 +93,7 @@ def planned_checks(
     how: Provenance | Sequence[Provenance] = "stored",
     dtypes: str | Sequence[str] = ("float64",),
     devices: str | Sequence[str] | None = None,
-    tolerance: Tolerance | Mapping[str, Tolerance] | str | None = None,
+    tolerance: Tolerance | float | Mapping[str, Tolerance | float] | str | None = None,
     label: str | None = None,
     expected_failure: bool = False,
     seed: int = 0,
@@ -107,7 +107,8 @@ def planned_checks(
     tolerance -- None for the default (torch.testing's per-dtype default for autograd; for a numerical
     estimate, one derived for each element from ε, its step and |f|: element_numerical_tolerance), a Tolerance for
     every dtype, or one per dtype name; any other tolerance must carry its written reason (see
-    Tolerance.changed). "estimate" takes a numerical check's tolerance from its own error estimate
+    Tolerance.changed), except a plain number t, where tolerances are not the lesson (an exercise): atol =
+    rtol = t, recorded as "a plain number given by the reader" (Tolerance.plain_number). "estimate" takes a numerical check's tolerance from its own error estimate
     (Richardson only), so it is known only once the check has run.
     how="numerical" plans one finite-difference estimate per method (forward, central, complex,
     richardson), with relative step step (None: numerical.default_step) and Richardson's levels.
@@ -271,7 +272,7 @@ def _adaptive_placeholder(dtype: str) -> Tolerance:
 
 
 def tolerance_for(
-    tolerance: Tolerance | Mapping[str, Tolerance] | str | None,
+    tolerance: Tolerance | float | Mapping[str, Tolerance | float] | str | None,
     dtype: str,
     default: Callable[[], Tolerance] | None = None,
 ) -> Tolerance:
@@ -281,9 +282,12 @@ def tolerance_for(
     if isinstance(tolerance, Mapping):
         chosen = tolerance.get(dtype)
         return fallback() if chosen is None else tolerance_for(chosen, dtype, default)
+    if isinstance(tolerance, (int, float)) and not isinstance(tolerance, bool):
+        return Tolerance.plain_number(tolerance)
     if not isinstance(tolerance, Tolerance):
         raise ToleranceChangeError(
-            f"tolerance={tolerance!r} has no written reason; pass a Tolerance, e.g. "
+            f"tolerance={tolerance!r} is neither a number nor a Tolerance with a written reason; pass a plain "
+            f"number (tolerance=1e-6: atol = rtol = 1e-6) or a Tolerance, e.g. "
             f"default_tolerance({dtype!r}).changed(rtol=..., reason='why this is right')"
         )
     return tolerance

@@ -9,9 +9,11 @@ checks never replaces the code a reader sees. Two forms:
   module), each value handed to see(value, expected=..., what=...) with the expected value written beside
   it from the analytical derivative; an error PyTorch raises inside `with see.raises(...)` is an outcome.
 
-How a value was observed (its provenance) is inferred where that is safe: the value *is* x.grad ->
-"stored"; the function's source calls torch.autograd.grad -> "returned" ("create_graph" with
-create_graph=True), torch.func.jacrev / jacfwd / vjp / jvp / hessian -> those; anything else must say how=.
+How a value was observed (its provenance) is inferred where that is safe: the value *is* the .grad of x,
+or of another tensor the code uses, or of a parameter of a module (or optimizer) the code uses
+(model.weight.grad) -> "stored"; the function's source calls torch.autograd.grad -> "returned"
+("create_graph" with create_graph=True), torch.func.jacrev / jacfwd / vjp / jvp / hessian -> those;
+anything else must say how=.
 Every record keeps the code that ran (the function or script as written, and the expectation's f and df).
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import inspect
 import io
 import re
+import sys
 import tokenize
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -33,7 +36,7 @@ from ..core.dtypes import to_dtype
 from ..core.errors import CheckInputError, ShapeMismatchError
 from ..core.tolerances import Tolerance
 from ..core.validate import flag, integer, text
-from .display import format_value
+from .display import RAISED_PREFIX, format_value
 from .environment import device_name, environment
 from .expectations import Expectation, reference_input
 from .planning import PlannedCheck, planned_dtypes, tolerance_for, weak_reasons
@@ -86,7 +89,7 @@ def _witness_one(candidates: list[PlannedCheck], function: Code, explicit: Prove
     x = first.x.to(device=first.device, dtype=to_dtype(first.dtype)).detach().clone().requires_grad_(True)
     observed = function(x)
     source = source_of(function)
-    how = explicit or infer_how(name, source, observed, x)
+    how = explicit or infer_how(name, source, observed, x, uses=_names_used(function))
     value = _gradient_value(name, observed, x)
     check = next((item for item in candidates if item.how == how), first)
     record = replace(check.record(), check=f"{check.label}, by {name}(x)", how=how,
@@ -96,9 +99,13 @@ def _witness_one(candidates: list[PlannedCheck], function: Code, explicit: Prove
                    + (" (x.grad is None: did it call backward()?)" if how == "stored" else ""))
 
 
-def infer_how(name: str, source: str, observed: object, x: torch.Tensor) -> Provenance:
-    """How the code produced its value, from what it returned and the calls in its source (see the module doc)."""
-    if observed is not None and observed is x.grad:
+def infer_how(name: str, source: str, observed: object, x: torch.Tensor, uses: Sequence[object] = ()) -> Provenance:
+    """How the code produced its value, from what it returned and the calls in its source (see the module doc).
+
+    uses -- the objects the code names besides x (its globals and closure): a value that is the .grad of
+    one of them, or of a parameter of a module or optimizer among them, is stored too.
+    """
+    if observed is not None and (observed is x.grad or is_stored_grad(observed, uses)):
         return "stored"
     calls = _code_only(source)
     found = [how for pattern, how in SOURCE_MARKERS if re.search(pattern, calls)]
@@ -114,6 +121,53 @@ def infer_how(name: str, source: str, observed: object, x: torch.Tensor) -> Prov
         f"cannot tell how {name}(x) observed its gradient: {why}; name it, e.g. run(({name}, 'returned')) "
         f"or how='numerical' (one of {PROVENANCES})"
     )
+
+
+def is_stored_grad(value: object, objects: Sequence[object]) -> bool:
+    """Whether value *is* the .grad that backward() stored on one of objects: a tensor that keeps its .grad (a
+    leaf, or one that called retain_grad()), a parameter of an nn.Module, or a tensor an optimizer updates.
+
+    Identity, not equality: a tensor equal to a gradient proves nothing about where it came from.
+    """
+    if not isinstance(value, torch.Tensor):
+        return False
+    for item in objects:
+        if isinstance(item, torch.Tensor):
+            tensors = [item]
+        elif isinstance(item, torch.nn.Module):
+            tensors = list(item.parameters())
+        elif isinstance(item, torch.optim.Optimizer):
+            tensors = [tensor for group in item.param_groups for tensor in group["params"]]
+        else:
+            continue
+        # .grad of a non-leaf that does not retain it is None, and reading it warns: skip those.
+        if any((tensor.is_leaf or tensor.retains_grad) and value is tensor.grad for tensor in tensors):
+            return True
+    return False
+
+
+def _names_used(function: Callable[..., object]) -> list[object]:
+    """The objects a function names from outside itself: the globals its code uses, and its closure."""
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return []
+    found = [getattr(function, "__globals__", {}).get(name) for name in code.co_names]
+    found += [cell.cell_contents for cell in getattr(function, "__closure__", None) or () if _filled(cell)]
+    return found
+
+
+def _filled(cell: object) -> bool:
+    try:
+        cell.cell_contents  # type: ignore[attr-defined]
+    except ValueError:  # a closure variable not assigned yet
+        return False
+    return True
+
+
+def _caller_objects(frame: object) -> list[object]:
+    """What the code calling see(...) can name: its local variables and the globals its code uses."""
+    code = frame.f_code  # type: ignore[attr-defined]
+    return [*frame.f_locals.values(), *(frame.f_globals.get(name) for name in code.co_names)]  # type: ignore[attr-defined]
 
 
 def _code_only(source: str) -> str:
@@ -191,7 +245,7 @@ def _name(function: Callable[..., object]) -> str:
 # Scripts: passes on one leaf --------------------------------------------------------------------------------
 
 # How a captured error or warning is introduced in a record's message (read back by captured()).
-RAISED = "PyTorch raised "
+RAISED = RAISED_PREFIX
 WARNED = "PyTorch warned "
 
 
@@ -200,7 +254,8 @@ class See:
 
     expected -- the value the reader worked out beside the code from the analytical derivative (for
                 backward() passes, the accumulated .grad); None means "no value" (x.grad still None).
-    how      -- inferred as "stored" when value is the script's x.grad; otherwise name it.
+    how      -- inferred as "stored" when value is the .grad of the script's x, of a tensor the calling code
+                uses, or of a parameter of a module (or optimizer) it uses (model.weight.grad); otherwise name it.
     """
 
     def __init__(self, script: Callable[..., object], expectation: Expectation | None, function: str, source: str,
@@ -220,7 +275,7 @@ class See:
                     kept verbatim on the record;
         gradient -- the derivative's formula as text, where the script has no Expectation for it.
         """
-        how = how or self._infer(value, what)
+        how = how or self._infer(value, what, _caller_objects(sys._getframe(1)))
         observed = _gradient_value_any(what, value)
         wanted = None if expected is None else _as_float64(expected, what)
         if observed is not None and wanted is not None and observed.shape != wanted.shape:
@@ -244,12 +299,14 @@ class See:
             raise CheckInputError(f"how={how!r} is not a way of observing a gradient; use one of {PROVENANCES}")
         return _Raises(self, match, _as_float64(expected, what), what, how, expectation)
 
-    def _infer(self, value: object, what: str) -> Provenance:
-        if self._x is not None and value is self._x.grad:
+    def _infer(self, value: object, what: str, uses: Sequence[object]) -> Provenance:
+        # x.grad still None is read from .grad too (nothing stored there yet); another tensor's None proves nothing.
+        if (self._x is not None and value is self._x.grad) or is_stored_grad(value, uses):
             return "stored"
         raise CheckInputError(
-            f"see({what!r}): cannot tell how this value was observed; name it with how='stored' (read from "
-            f".grad after backward()), 'returned' (torch.autograd.grad), ... (one of {PROVENANCES})"
+            f"see({what!r}): cannot tell how this value was observed (it is not the .grad of x, nor of a tensor, "
+            f"module or optimizer the code uses); name it with how='stored' (read from .grad after backward()), "
+            f"'returned' (torch.autograd.grad), ... (one of {PROVENANCES})"
         )
 
     def _record(self, what: str, how: Provenance, expectation: Expectation | None, expected_failure: bool,
@@ -312,7 +369,7 @@ def run_script(
     source: str = "",
     dtypes: str | Sequence[str] = ("float64",),
     devices: str | Sequence[str] | None = None,
-    tolerance: Tolerance | Mapping[str, Tolerance] | None = None,
+    tolerance: Tolerance | float | Mapping[str, Tolerance | float] | None = None,
     requires_grad: bool = True,
     name: str | None = None,
     seed: int = 0,
@@ -324,7 +381,8 @@ def run_script(
          requires_grad=True (requires_grad=False for data, e.g. a module's input batch).
     expectation -- f with its derivative, for the records; or function and source as text, when each
          see(...) call carries its own formula beside the code (an nn.Module's gradients, say).
-    tolerance -- None for torch.testing's default per dtype, a Tolerance for every dtype, or one per dtype.
+    tolerance -- None for torch.testing's default per dtype, a Tolerance for every dtype, or one per dtype; a plain
+         number t is atol = rtol = t (Tolerance.plain_number), for an exercise whose lesson is not the tolerance.
     name -- put before each pass in the record's label (default: the script's name).
     weak -- why a coarse allowance is acceptable here, for passes shown weak on purpose (as for checks.plan).
     """
