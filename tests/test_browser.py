@@ -284,9 +284,47 @@ MEASURE_JS = """() => {
             if (![...element.childNodes].some(node => node.nodeType === 3 && node.textContent.trim()) || !visible(element)) continue;
             const back = background(element);
             const ratio = contrast(over(parse(getComputedStyle(element).color), back), back);
-            text.push({text: label(element), ratio});
+            text.push({text: label(element), ratio, size: parseFloat(getComputedStyle(element).fontSize)});
+        }
+        // Text a stylesheet adds (a card's column heading, data-label) is read too.
+        for (const element of box.querySelectorAll("td[data-label]")) {
+            const before = getComputedStyle(element, "::before");
+            if (!visible(element) || !before.content || before.content === "none" || before.content === "normal") continue;
+            const back = background(element);
+            text.push({text: "label " + element.dataset.label, size: parseFloat(before.fontSize),
+                       ratio: contrast(over(parse(before.color), back), back)});
         }
     }
+
+    // Every cell of every check table (the box a table lays itself out in: checks.teaching.display.table_box),
+    // by what it holds, against the viewport and every box around it that scrolls or clips.
+    const within = cell => {
+        const box = cell.getBoundingClientRect();
+        let inside = box.left >= -0.5 && box.right <= viewport + 0.5;
+        for (let node = cell.parentElement; node && inside; node = node.parentElement) {
+            if (!scrollsX(node) && getComputedStyle(node).overflowX !== "hidden") continue;
+            const frame = node.getBoundingClientRect();
+            inside = box.left >= frame.left - 0.5 && box.right <= frame.right + 0.5;
+        }
+        return inside;
+    };
+    const kinds = {"checks-verdict": "verdict", "checks-analytical_gradient": "expected", "checks-observed_gradient": "observed"};
+    const cells = [];
+    for (const table of document.querySelectorAll("article.bd-article div.checks-table-box table")) {
+        if (table.closest(".dtsp-panesContainer") || !visible(table)) continue;
+        for (const cell of table.querySelectorAll("tbody > tr > td")) {
+            if (!visible(cell)) continue;
+            const kind = Object.entries(kinds).find(([css]) => cell.classList.contains(css));
+            cells.push({kind: kind ? kind[1] : "other", table: table.className, text: label(cell), inside: within(cell)});
+        }
+    }
+    // A failed check's code keeps its lines (Python's indentation) and scrolls inside its block if need be.
+    const code = [...document.querySelectorAll("article.bd-article div.checks-failure pre.checks-code")].filter(visible)
+        .map(pre => ({text: label(pre), whiteSpace: getComputedStyle(pre).whiteSpace, inside: within(pre),
+                      scrolls: scrollsX(pre)}));
+    // Display mathematics stays inside the viewport: a long equation scrolls in its own block.
+    const math = [...document.querySelectorAll("article.bd-article mjx-container[display='true']")].filter(visible)
+        .map(node => ({text: (node.getAttribute("aria-label") || label(node)).slice(0, 60), inside: within(node)}));
 
     const caption = document.querySelector("article.bd-article figcaption") || document.querySelector("article.bd-article p");
     const figures = [...document.querySelectorAll(".bd-content figure img, .bd-content div.cell_output img")]
@@ -295,7 +333,7 @@ MEASURE_JS = """() => {
             caption: parseFloat(getComputedStyle(image.closest("figure")?.querySelector("figcaption") || caption).fontSize),
         }));
 
-    return {verdicts, overflowing, text, figures, pageWidth: document.documentElement.scrollWidth, viewport};
+    return {verdicts, overflowing, text, figures, cells, code, math, pageWidth: document.documentElement.scrollWidth, viewport};
 }"""
 
 
@@ -344,6 +382,11 @@ def views(browser, site: str, book_html: Path) -> dict[tuple[str, str, str], dic
                 tab.goto(site + f"{name}.html", wait_until="load")
                 if name == LEDGER:
                     tab.wait_for_selector("div.checks-ledger-table .dt-container", timeout=15_000)
+                if 'class="math' in (book_html / f"{name}.html").read_text(encoding="utf-8"):
+                    # Formulas are measured as typeset (test_every_formula_is_typeset_offline checks it happens).
+                    tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                                          timeout=15_000)
+                    tab.evaluate("() => MathJax.startup.promise")
                 assert tab.evaluate("document.documentElement.dataset.theme") == theme, (name, theme)
                 measured[name, width, theme] = tab.evaluate(MEASURE_JS)
                 if viewport is WIDE:
@@ -400,6 +443,60 @@ def test_the_text_of_every_table_and_failure_record_has_enough_contrast_in_both_
     assert not {key: items for key, items in low.items() if items}, json.dumps(low, indent=1)
     for theme in THEMES:
         assert sum(len(found["text"]) for key, found in views.items() if key[2] == theme) > 1000, theme
+
+
+SMALLEST_TEXT = 12  # px: the smallest text a check table or failure record may use, at either width
+
+
+def test_on_a_phone_the_verdict_expected_and_observed_of_every_check_row_are_in_view(views) -> None:
+    hidden = {}
+    for (name, width, theme), found in views.items():
+        if width != "390":
+            continue
+        out = [f"{cell['kind']}: {cell['text']}" for cell in found["cells"]
+               if cell["kind"] in ("verdict", "expected", "observed") and not cell["inside"]]
+        if out:
+            hidden[f"{name}, {theme}"] = out
+    assert not hidden, json.dumps(hidden, indent=1)
+    phone = [cell for key, found in views.items() if key[1] == "390" for cell in found["cells"]]
+    for kind in ("verdict", "expected", "observed"):
+        assert sum(cell["kind"] == kind for cell in phone) > 100, f"too few {kind} cells measured"
+    assert any("checks-ledger" in cell["table"] for cell in phone) and any("checks-passes" in cell["table"] for cell in phone)
+
+
+def test_on_a_desktop_every_column_of_every_check_table_is_in_view(views) -> None:
+    hidden = {}
+    for (name, width, theme), found in views.items():
+        if width != "1280":
+            continue
+        out = [f"{cell['kind']}: {cell['text']}" for cell in found["cells"] if not cell["inside"]]
+        if out:
+            hidden[f"{name}, {theme}"] = out
+    assert not hidden, json.dumps(hidden, indent=1)
+    assert sum(len(found["cells"]) for key, found in views.items() if key[1] == "1280") > 1000
+
+
+def test_the_text_of_every_check_table_and_failure_record_is_at_least_12_px(views) -> None:
+    small = {f"{name} at {width} px, {theme}": sorted({f"{item['text']!r}: {item['size']:.1f} px" for item in found["text"]
+                                                       if item["size"] < SMALLEST_TEXT})
+             for (name, width, theme), found in views.items()}
+    assert not {key: items for key, items in small.items() if items}, json.dumps(small, indent=1)
+    assert any(item["text"].startswith("label ") for found in views.values() for item in found["text"])
+
+
+def test_a_failed_check_s_code_keeps_its_indentation_on_a_phone(views) -> None:
+    blocks = [(key, block) for key, found in views.items() for block in found["code"]]
+    assert any(key[1] == "390" for key, _ in blocks), "no failure record's code measured on a phone"
+    wrong = [f"{key}: {block['text']!r} ({block['whiteSpace']}, inside: {block['inside']})" for key, block in blocks
+             if block["whiteSpace"] != "pre" or not block["inside"] or not block["scrolls"]]
+    assert not wrong, json.dumps(wrong, indent=1)
+
+
+def test_display_mathematics_fits_a_phone(views) -> None:
+    phone = [(key, node) for key, found in views.items() if key[1] == "390" for node in found["math"]]
+    assert len(phone) > 10, "too few display formulas measured"
+    wide = [f"{key[0]} ({key[2]}): {node['text']!r}" for key, node in phone if not node["inside"]]
+    assert not wide, json.dumps(wide, indent=1)
 
 
 def _smallest_text(book_html: Path, src: str) -> tuple[float, float] | None:
