@@ -33,6 +33,7 @@ _LIBRARY = {
                      "numerical_tolerance"], "core.tolerances"),
 }
 _TEACHING = {
+    "AnalyticalMatrix": "teaching.higher",
     "Expectation": "teaching.expectations",
     "execute": "teaching.execute",
     "Plan": "teaching.plan",
@@ -42,6 +43,8 @@ _TEACHING = {
     "Record": "teaching.records",
     "dump_records": "teaching.records",
     "load_records": "teaching.records",
+    "matrix_record": "teaching.higher",
+    "second_derivative_checks": "teaching.higher",
     "Results": "teaching.results",
     "Quote": "teaching.tables",
     "ScriptResults": "teaching.tables",

@@ -11,7 +11,7 @@ import pytest
 import torch
 from bs4 import BeautifulSoup
 
-from .helpers import embedded_records, main_text, page, visible_code, without_exercises
+from .helpers import embedded_records, main_text, page, table_of_class, visible_code, without_exercises
 
 CHAPTER = "book/stored-vs-returned.html"
 SECOND_BACKWARD = "Trying to backward through the graph a second time"
@@ -37,19 +37,29 @@ FIRST_PASS = {
 
 
 def pass_tables(soup: BeautifulSoup) -> list[list[dict[str, str]]]:
-    """The chapter's own tables (class checks-passes) as rows of {heading: cell text}."""
+    """The tables of passes (class checks-passes) as rows of {heading: cell text}; how each value was
+    observed (under what was read) as "observed how", and dtype and device apart."""
     found = []
     for table in soup.select("table.checks-passes"):
         headings = [th.get_text(strip=True) for th in table.select("thead th")]
-        found.append([dict(zip(headings, (td.get_text(strip=True) for td in tr.find_all("td"))))
-                      for tr in table.select("tbody tr")])
+        rows = []
+        for tr in table.select("tbody tr"):
+            row = {}
+            for heading, td in zip(headings, tr.find_all("td")):
+                read = td.select_one('[data-field="check"]')
+                row[heading] = (read or td).get_text(strip=True)
+                if read is not None:
+                    row["observed how"] = td.select_one('[data-field="how"]').get_text(strip=True)
+            row["dtype"], row["device"] = row["dtype · device"].split(" · ")
+            rows.append(row)
+        found.append(rows)
     return found
 
 
 def cpu_rows(soup: BeautifulSoup, script: str) -> list[dict[str, str]]:
     """The CPU rows of the table of script's passes, found by its first pass."""
     for rows in pass_tables(soup):
-        if rows and rows[0].get("pass") == FIRST_PASS[script]:
+        if rows and rows[0].get("what was read") == FIRST_PASS[script]:
             return [row for row in rows if row["device"] == "cpu"]
     raise AssertionError(f"no table of {script} passes")
 
@@ -79,9 +89,9 @@ def test_accumulation_reads_6_12_and_the_reset_6_and_says_expected_is_accumulate
     assert [row["observed"] for row in rows] == ["6", "none", "6", "12", "6", "6", "6"]
     assert [row[SCRIPT_EXPECTED] for row in rows] == ["6", "none", "6", "12", "6", "6", "6"]
     assert [row["observed how"] for row in rows][:3] == [
-        "returned by autograd.grad", "stored in .grad by backward()", "stored in .grad by backward()"]
+        "returned by autograd.grad", "read from .grad: none there", "stored in .grad"]
     assert all(row["verdict"] == "pass" and row["dtype"] == "float64" for row in rows)
-    assert list(rows[0])[:3] == ["verdict", "pass", SCRIPT_EXPECTED]
+    assert list(rows[0])[:3] == ["verdict", "what was read", SCRIPT_EXPECTED]
     text = plain_text(chapter)
     assert "no reset, left 12 in x.grad" in text and "After the reset, backward() stored 6 again" in text
     assert "returned 6 while x.grad kept 6" in text
@@ -91,7 +101,8 @@ def test_accumulation_reads_6_12_and_the_reset_6_and_says_expected_is_accumulate
 def test_same_graph_twice_states_one_expected_value_for_pass_2(chapter: BeautifulSoup) -> None:
     rows = cpu_rows(chapter, "same_graph_twice")
     refused, after = rows[1], rows[2]
-    assert refused["pass"].startswith("2. backward() on the walked graph")
+    assert refused["what was read"].startswith("2. backward() on the walked graph")
+    assert refused["observed how"] == "backward() raised RuntimeError: nothing stored"  # no backward ran to the end
     assert (refused[SCRIPT_EXPECTED], refused["observed"], refused["verdict"]) == ("6", "none", "fail (expected failure)")
     assert (after[SCRIPT_EXPECTED], after["observed"]) == ("6", "6")
     box = failure_box(chapter, "2. backward() on the walked graph")
@@ -137,7 +148,7 @@ def test_unused_inputs_and_zero_grad(chapter: BeautifulSoup) -> None:
 
 def test_provenance_summary_and_embedded_records(chapter: BeautifulSoup) -> None:
     chapter = without_exercises(chapter)  # the summary covers the chapter's checks, not the exercises'
-    summary = pass_tables(chapter)[-1]
+    summary = table_of_class(chapter, "checks-own")
     assert "where the derivative came from" in summary[0]
     records = embedded_records(chapter)
     assert len(summary) == len(records)  # every value checked on the page, each embedded once

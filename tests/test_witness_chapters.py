@@ -49,9 +49,9 @@ def test_module_chapter_reads_weight_and_bias_grad_after_backward_with_zero_grad
                  "optimizer.zero_grad()", "model.zero_grad()", "def by_hand(model, X, Y):"):
         assert call in code, call
     rows = table_of_class(soup, "checks-passes")
-    assert {row["dtype"] for row in rows} == {"float32", "float64"}
+    assert {row["dtype · device"].split(" · ")[0] for row in rows} == {"float32", "float64"}
     assert all(row["verdict"] == "pass" for row in rows)
-    weights = [row for row in rows if row["pass"].endswith("step 2: weight.grad")]
+    weights = [row for row in rows if "step 2: weight.grad" in row["what was read"]]
     assert weights and all(row["observed"].startswith("[[") for row in weights)
     records = embedded_records(soup)
     assert records and all(r["how"] == "stored" and r["executed"] for r in records)

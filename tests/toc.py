@@ -12,8 +12,10 @@ ROOT = Path(__file__).resolve().parents[1]
 LEDGER = "book/ledger"
 # The API reference documents the checker library from its docstrings: a reference page, executing nothing.
 API = "book/api"
+# The words the book coins, defined: a reference page, executing nothing.
+GLOSSARY = "book/glossary"
 # Pages of the book that are not chapters: they execute no checks and have no exercises.
-REFERENCE = (API, LEDGER)
+REFERENCE = (GLOSSARY, API, LEDGER)
 
 
 def _files(entries: list[dict[str, Any]]) -> list[str]:

@@ -60,13 +60,14 @@ FILTERS = ("outcome", "chapter", "how", "dtype", "device", "weak")
 WEAK_WORDS = {(False, False): "no", (False, True): "no", (True, True): "yes, declared", (True, False): "yes, undeclared"}
 
 
-def entry(record: Record, *, chapter: str, page: str, shown: bool = True) -> Entry:
+def entry(record: Record, *, chapter: str, page: str, shown: bool = True, exercise: bool = False) -> Entry:
     """A record as the ledger keeps it: its fields, where it is shown, and its outcome.
 
-    anchor is the record's row on its page, or "" for a check the page executed but does not display.
+    anchor is the record's row on its page, or "" for a check the page executed but does not display;
+    exercise says it is shown in the chapter's exercises (a solution's check).
     """
     return {**record.to_dict(), "chapter": chapter, "page": page, "anchor": record.id if shown else "",
-            "outcome": record.outcome, "weak": record.weak}
+            "outcome": record.outcome, "weak": record.weak, "exercise": exercise}
 
 
 def ordered(entries: Sequence[Entry]) -> list[Entry]:
@@ -438,17 +439,25 @@ def _summary_html(entries: Sequence[Entry], json_href: str) -> str:
 
 
 def _chapters_html(entries: Sequence[Entry], link: Callable[[Entry], str]) -> str:
-    """Checks per chapter and outcome, each chapter linked to its page, in the book's order."""
+    """Checks per chapter and outcome, each chapter linked to its page, in the book's order.
+
+    The checks of a chapter's text and of its exercises' solutions are counted apart as well as together:
+    a chapter's own sentences ("Of 24 checks, ...") count those of its text.
+    """
     first: dict[str, Entry] = {}
     by_chapter: dict[str, Counter[str]] = {}
+    solutions: Counter[str] = Counter()
     for item in entries:
         first.setdefault(item["chapter"], item)
         by_chapter.setdefault(item["chapter"], Counter())[item["outcome"]] += 1
+        solutions[item["chapter"]] += bool(item.get("exercise"))
     outcomes = [outcome for outcome in OUTCOME_ORDER if any(outcome in counts for counts in by_chapter.values())]
-    head = "<th>chapter</th><th>checks</th>" + "".join(f"<th>{html.escape(outcome)}</th>" for outcome in outcomes)
+    head = ("<th>chapter</th><th>checks</th><th>in its text</th><th>in its exercises' solutions</th>"
+            + "".join(f"<th>{html.escape(outcome)}</th>" for outcome in outcomes))
     rows = "".join(
         f'<tr><td><a href="{html.escape(link(first[chapter]).split("#")[0])}">{html.escape(chapter)}</a></td>'
-        f"<td>{sum(counts.values())}</td>" + "".join(f"<td>{counts.get(outcome, 0)}</td>" for outcome in outcomes)
+        f"<td>{sum(counts.values())}</td><td>{sum(counts.values()) - solutions[chapter]}</td>"
+        f"<td>{solutions[chapter]}</td>" + "".join(f"<td>{counts.get(outcome, 0)}</td>" for outcome in outcomes)
         + "</tr>"
         for chapter, counts in by_chapter.items()
     )

@@ -123,13 +123,30 @@ def _collect(app: Sphinx, doctree: nodes.document) -> None:
     execution = _execution(app.env, docname)
     if records or execution:
         _chapters(app.env)[docname] = {"records": records, "executed": len(records), "shown": _shown(doctree),
+                                       "in_exercises": _shown(doctree, EXERCISES_SECTION),
                                        "execution": execution or "not executed"}
 
 
-def _shown(doctree: nodes.document) -> set[str]:
-    """The ids of the records the chapter's tables display (and so anchor); the others are only executed."""
+# The closing section of every chapter (CONTRIBUTING.md): its solutions' checks are counted apart on the
+# ledger's page, since a chapter's own sentences count the checks of its text.
+EXERCISES_SECTION = "exercises"
+
+
+def _shown(doctree: nodes.document, section: str | None = None) -> set[str]:
+    """The ids of the records the chapter's tables display (and so anchor); the others are only executed.
+    With section, only those displayed inside the section of that id."""
     return {record["id"] for raw in doctree.findall(nodes.raw) if "html" in raw.get("format", "").split()
+            and (section is None or _inside(raw, section))
             for payload in ledger.EMBEDDED.findall(raw.astext()) for record in json.loads(payload)}
+
+
+def _inside(node: nodes.Node, section: str) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if isinstance(parent, nodes.section) and section in parent.get("ids", ()):
+            return True
+        parent = parent.parent
+    return False
 
 
 def _execution(env: BuildEnvironment, docname: str) -> str:
@@ -185,7 +202,8 @@ def entries(app: Sphinx) -> list[ledger.Entry]:
     chapters = _chapters(app.env)
     return [
         ledger.entry(Record.from_dict(record), chapter=app.env.titles[docname].astext(),
-                     page=app.builder.get_target_uri(docname), shown=record["id"] in chapters[docname]["shown"])
+                     page=app.builder.get_target_uri(docname), shown=record["id"] in chapters[docname]["shown"],
+                     exercise=record["id"] in chapters[docname].get("in_exercises", ()))
         for docname in _book_order(app.env) if docname in chapters
         for record in chapters[docname]["records"]
     ]

@@ -7,7 +7,7 @@ element makes it inconclusive):
   (at most RESOLUTION of the entry's scale: the largest |J| in its row and column);
 - fail: autograd is outside its allowance (an allowance too wide to vouch for a pass can still be exceeded);
 - inconclusive: the evidence cannot settle it. The report says why and what would settle it:
-  "kink" (f is not differentiable at x, or a kink lies inside the stencil: check at another point),
+  "kink" (f is not differentiable at x, or a kink lies between the points it evaluates: check at another point),
   "domain" (f is not finite at x ± h for every step tried: x is on the edge of f's domain),
   "unstable" (a mismatch that the finest window able to resolve it contradicts: f has structure at the
   scale of the step, a staircase or an oscillation),
@@ -21,7 +21,7 @@ The allowance of element (i, j):
   and one finer (the larger change; as numdifftools estimates it). Ridders' error, the change the last
   extrapolation made, measures the once-extrapolated value instead, far above T22's own error.
 - ε·scale_i/h: rounding of the evaluations of f_i (scale_i = |f_i(x)| + Σ_k |J_ik|·|x_k|, the size of
-  what f_i is computed from), divided by the finest step of the tableau.
+  what f_i is computed from), divided by the finest step of the extrapolation.
 - ε·max(|J| in row, column): autograd's own rounding; an entry computed as 1e-17 where f does not
   depend on x_j at all is rounding, not a bug.
 - tiny: the smallest normal number of the dtype, a floor for subnormal results.
@@ -29,8 +29,8 @@ The allowance of element (i, j):
 The step adapts to f (as numdifftools does): central differences at h0·max(|x_j|, 1)·2^-k for k = 0, 1, ...,
 each window of three consecutive steps extrapolated, and per element the window whose uncertainty
 (error + rounding) is smallest relative to its value (or to √ε of the entry's scale, for an entry near 0)
-wins. Columns whose elements are not yet judged (the tableau has not
-converged, or a stencil point left f's domain, or the estimate is less precise than ε^(2/3) of the entry's
+wins. Columns whose elements are not yet judged (the extrapolation has not
+converged, or a point it evaluates left f's domain, or the estimate is less precise than ε^(2/3) of the entry's
 scale and still improving) get smaller steps, down to ε^(3/4)·max(|x_j|, 1) or until rounding at the step
 alone exceeds the best uncertainty found; a smooth f is settled by the first four steps (two windows, each
 judged against the other), evaluated in one batch.

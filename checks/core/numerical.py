@@ -8,7 +8,7 @@ Rules every estimator here follows, and why:
 - f is evaluated in x's dtype: that is the precision being checked. The arithmetic after the
   evaluations (differences, division, extrapolation) is done in float64, so the estimate's error comes
   from f's rounding and from the step, not from the estimator's own bookkeeping (in float16, h² of a
-  Richardson tableau would underflow). Values are returned in x's dtype.
+  Richardson extrapolation would underflow). Values are returned in x's dtype.
 - The step is scaled with |x| (h = h0 · max(|x|, 1)), so it is a relative perturbation for large x and an
   absolute one near 0, and it is made representable: h = (x + h) - x in x's dtype. The quotient then
   divides by the perturbation x really received, not by the one asked for.
@@ -33,7 +33,7 @@ from .validate import memory
 Function = Callable[[torch.Tensor], torch.Tensor]
 Method = Literal["forward", "central", "complex", "richardson"]
 METHODS: tuple[Method, ...] = ("forward", "central", "complex", "richardson")
-# Richardson's tableau halves the step per level: beyond this its finest steps round to nothing useful.
+# Richardson's extrapolation halves the step per level: beyond this its finest steps round to nothing useful.
 MAX_LEVELS = 10
 
 # The complex dtype in which a complex-step estimate evaluates f for each real dtype. There is no complex
@@ -64,7 +64,7 @@ def default_step(method: Method, dtype: torch.dtype, levels: int = 3) -> StepRul
     forward:    error ≈ ε|f|/h + h|f''|/2, smallest at h ≈ √ε for f, f'' of order 1.
     central:    error ≈ ε|f|/h + h²|f'''|/6, smallest at h ≈ ε^(1/3).
     complex:    no subtraction, so no cancellation: error ≈ ε|f'| + h²|f'''|/6; h = √ε keeps it ≈ ε.
-    richardson: a tableau of `levels` central differences at h, h/2, ... removes the error terms h², h⁴,
+    richardson: `levels` central differences at h, h/2, ... removes the error terms h², h⁴,
                 ..., h^(2·levels - 2), leaving ≈ ε|f|/h + h^(2·levels)·|f^(2·levels + 1)|, smallest at
                 h ≈ ε^(1/(2·levels + 1)): ε^(1/7) for the default three levels, ε^(1/5) for two.
     """
@@ -118,7 +118,7 @@ class Estimate:
         return self.steps[0]
 
     def summary(self) -> dict[str, Any]:
-        """Plain-Python telemetry for a record or a table: method, steps, evaluations, error estimate."""
+        """How the estimate was made, as plain Python for a record or a table: method, steps, evaluations, error estimate."""
         return {
             "method": self.method,
             "step": self.steps.tolist() if self.steps.shape[0] > 1 else self.steps[0].tolist(),
@@ -140,7 +140,7 @@ def estimate_gradient(
 
     step      -- relative step h0 (default: default_step(method, x.dtype, levels).h0); the step used per element
                  is (x + h0·max(|x|, 1)) - x in x's dtype
-    levels    -- Richardson only: how many halved steps the extrapolation tableau uses (at least 2)
+    levels    -- Richardson only: how many halved steps the extrapolation uses (at least 2)
     vectorize -- None: try torch.func.vmap, fall back to a loop; True: vmap only; False: loop only
     """
     estimate = estimate_jacobian(f, x, method, step, levels=levels, vectorize=vectorize, _scalar=True)
@@ -263,7 +263,7 @@ def _complex(evaluate: _Evaluator, x: torch.Tensor, h0: float) -> tuple[torch.Te
 def _richardson(
     evaluate: _Evaluator, x: torch.Tensor, h0: float, levels: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Central differences at h0, h0/2, ...; Neville's tableau extrapolates them to h² = 0.
+    """Central differences at h0, h0/2, ...; Neville's scheme extrapolates them to h² = 0.
 
     T[i][0] is the central difference at step h_i; T[i][j] = (h_{i-j}² T[i][j-1] - h_i² T[i-1][j-1]) /
     (h_{i-j}² - h_i²) uses the representable steps as they are (their ratio is not exactly 2 after

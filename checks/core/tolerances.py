@@ -173,7 +173,7 @@ def atol_words(atol: float, element_atol: Sequence[float] | None = None) -> str:
 
 
 def default_tolerance(dtype: str | torch.dtype) -> Tolerance:
-    """torch.testing.assert_close's default for this dtype, with that provenance as the reason."""
+    """torch.testing.assert_close's default for this dtype, with where it comes from as the reason."""
     name = dtype_name(to_dtype(dtype))
     if name not in ASSERT_CLOSE_DEFAULTS:
         raise DtypeError(f"torch.testing.assert_close has no default tolerance for {name}; use one of "
@@ -224,7 +224,7 @@ def numerical_tolerance(
     gradient_scale   -- |f'(x)|: the complex step rounds relative to the derivative itself
     derivative_scale -- the size of the derivative that sets the truncation error (f'' for forward,
                         f''' for central and complex step, f^(2·levels+1) for Richardson); 1 when unknown
-    levels           -- Richardson only: the tableau's levels; its finest default step is h0 / 2^(levels-1)
+    levels           -- Richardson only: the extrapolation's levels (halved steps); its finest default step is h0 / 2^(levels-1)
     safety           -- the factor between the leading-order error and the allowance
 
     atol = safety · (rounding + truncation); rtol = 2ε covers the estimate being rounded to dtype.
@@ -328,7 +328,7 @@ def _range(values: torch.Tensor) -> str:
 def estimate_tolerance(estimate: Estimate, *, safety: float = NUMERICAL_SAFETY) -> Tolerance:
     """The tolerance an estimate's own error estimate supports (Richardson): safety · max error + ε.
 
-    This is Option B of the decision guide: the allowance comes from the telemetry of this estimate, so
+    This is Option B of the decision guide: the allowance comes from this estimate's own error estimate, so
     it is only as trustworthy as that error estimate, and the record shows both.
     """
     if not isinstance(estimate, Estimate):

@@ -96,12 +96,13 @@ class ScriptResults(Results):
 
 @dataclass(frozen=True)
 class Table:
-    """A chapter's own table (not a check table): shows as HTML without the index."""
+    """A chapter's own table (not a check table): shows as HTML without the index; css names it for the page."""
 
     frame: pd.DataFrame
+    css: str = ""
 
     def _repr_html_(self) -> str:
-        return table_html(self.frame)
+        return table_html(self.frame, self.css)
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ class Quote:
                 f"{html.escape(self.text)}</blockquote>")
 
 
-def table_html(frame: pd.DataFrame) -> str:
+def table_html(frame: pd.DataFrame, css: str = "") -> str:
     """A chapter's own table, told apart from the check tables by its class, laid out like them: its
     columns where they fit, a card of labelled cells per row where they do not (a phone)."""
     # The verdict first, where the eye starts.
@@ -135,7 +136,8 @@ def table_html(frame: pd.DataFrame) -> str:
         + "</tr>"
         for _, row in frame.iterrows()
     )
-    return table_box(f'<table class="checks-own"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
+    classes = " ".join(["checks-own", *css.split()])
+    return table_box(f'<table class="{classes}"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
 
 
 def provenance_frame(records: Sequence[Record]) -> pd.DataFrame:
