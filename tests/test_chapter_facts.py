@@ -34,8 +34,8 @@ def test_intro_tolerance_row_is_whole_and_digits_are_computed(book_html: Path) -
     soup = page(book_html, "book/intro.html")
     rows = {cells[0].get_text(strip=True): cells[1].get_text(" ", strip=True)
             for cells in (tr.find_all("td") for tr in soup.select("main table tbody tr")) if len(cells) == 2}
-    assert "atol + rtol * abs(expected)" in rows["tolerance"]
-    assert rows["tolerance"].endswith("with its reason listed under the table")
+    assert "atol + rtol * abs(expected)" in rows["verdict"]
+    assert rows["error · allowed"].endswith("with its reason listed under the table")
     text = main_text(soup)
     for dtype, name in ((torch.float32, "float32"), (torch.float64, "float64")):
         digits = (1 - math.log2(torch.finfo(dtype).eps)) * math.log10(2)

@@ -19,7 +19,8 @@ from myst_nb.core.read import read_myst_markdown_notebook
 
 from .toc import ROOT, toc_chapters
 
-CHAPTERS = toc_chapters()
+# Every chapter, and the template a new chapter starts from (CONTRIBUTING.md).
+CHAPTERS = [*toc_chapters(), "book/_template"]
 REMOVED = {"remove-cell", "remove-input"}
 # Names a notebook has without importing them (IPython's), beside Python's builtins.
 NOTEBOOK_NAMES = {"display", "get_ipython"}

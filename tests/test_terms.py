@@ -46,7 +46,8 @@ NOT_PROSE = "div.cell, pre, code, .checks-build-environment, div.checks-table-bo
 def glossary_ids(book_html: Path) -> dict[str, str]:
     """term -> the id of its glossary entry (Sphinx makes it from the term's text)."""
     soup = page(book_html, f"{GLOSSARY}.html")
-    return {" ".join(dt.get_text().split()).removesuffix("¶").strip(): dt["id"] for dt in soup.select("dl.glossary dt[id]")}
+    return {" ".join(dt.get_text().split()).removesuffix("#").removesuffix("¶").strip(): dt["id"]
+            for dt in soup.select("dl.glossary dt[id]")}
 
 
 def in_output(element: Tag) -> bool:
@@ -68,7 +69,7 @@ def first_uses(book_html: Path) -> dict[str, tuple[str, Tag] | None]:
     for name in toc_files():
         if name == GLOSSARY:
             continue
-        main = page(book_html, f"{name}.html").select_one("main")
+        main = page(book_html, f"{name}.html").select_one("article.bd-article")
         for element in main.find_all(PROSE):
             if in_output(element):
                 continue

@@ -273,7 +273,7 @@ def data_label(heading: str) -> str:
 def row_keys(record: Record, keys: Sequence[str]) -> list[str]:
     """The fields shown for a record: those asked for, and how a numerical estimate was made (method, step,
     evaluations, error estimate) under every numerical check, whatever the table asked for."""
-    if record.how != "numerical" or not record.executed:
+    if record.how != "numerical" or not record.executed or not record.method:  # the reader's own estimate: unknown
         return list(keys)
     return [*keys, *(key for key in NUMERICAL_COLUMNS if key not in keys)]
 
