@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -331,12 +332,26 @@ def _cell(record: Record, keys: Sequence[str], heading: str, fields: tuple[str, 
             content = vector_html(getattr(record, key), mismatched_indices(record), expected)
         return f'<td class="checks-{key}"{data_label(heading)}>{field(key, content)}</td>'
     joiner = " · " if heading.startswith("shape") else "<br>"
-    # A number stays whole with its label ("abs 2.49e-08" would break at its hyphen); a line may break
-    # between "rtol …," and "atol …".
-    content = joiner.join(_labelled(key, field(key, ", ".join(
-        f'<span class="checks-nowrap">{html.escape(piece)}</span>'
-        for piece in (_label(key) + cell_text(key, record)).split(", ")))) for key in wanted)
+    content = joiner.join(_labelled(key, field(key, unbroken_numbers(_label(key) + cell_text(key, record))
+                                               if key in NUMBER_FIELDS else
+                                               f'<span class="checks-nowrap">{html.escape(cell_text(key, record))}</span>'))
+                          for key in wanted)
     return f'<td class="checks-{"-".join(wanted)}"{data_label(heading)}>{content}</td>'
+
+
+# A number, with the word that names it where there is one ("atol 2.49e-08"): kept on one line (a browser
+# would break it at its hyphen); a line may break anywhere else ("atol 0.0335 to 0.045 per element").
+NUMBER_FIELDS = ("abs_error", "rel_error", "tolerance")
+NUMBER = re.compile(r"(?<![\w.])(?:(?:rtol|atol|abs|rel) )?[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?|(?:rtol|atol|abs|rel) (?:none|inf|nan)")
+
+
+def unbroken_numbers(text: str) -> str:
+    """text as HTML, each number (with its label) in a span that does not break."""
+    pieces, end = [], 0
+    for match in NUMBER.finditer(text):
+        pieces += [html.escape(text[end:match.start()]), f'<span class="checks-nowrap">{html.escape(match.group())}</span>']
+        end = match.end()
+    return "".join(pieces) + html.escape(text[end:])
 
 
 def _label(key: str) -> str:
