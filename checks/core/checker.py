@@ -382,7 +382,8 @@ class CheckReport:
                  "fail": f"failed: {failed} of {total} elements outside their allowance",
                  "inconclusive": f"inconclusive: {unsure} of {total} elements could not be judged"}[self.outcome]
         if nonfinite:
-            state += f" ({nonfinite} of them nan or inf in autograd where the estimate is finite)"
+            kinds = {"nan" if math.isnan(value) else "inf" for value in self.autograd[self.nonfinite].tolist()}
+            state += f" ({nonfinite} of them {' or '.join(sorted(kinds))} in autograd where the estimate is finite)"
         if self.outcome == "fail" and unsure:
             state += f", {unsure} could not be judged"
         kinks = f", {self.kinks} at a kink" if self.kinks else ""
@@ -543,7 +544,6 @@ def check_jacobian(
     suspect = suspect_elements.any(0)
     unstable = unconfirmed = torch.zeros_like(converged)
     if suspect.any():
-        searched = torch.from_numpy(search.tried > FIRST_LEVELS)
         search.confirm(torch.where(suspect_elements, difference, torch.zeros_like(difference)))
         numerical, error, allowed, steps, converged = search.result()
         floor = _autograd_floor(jacobian, numerical, relative_noise, safety)
@@ -551,15 +551,14 @@ def check_jacobian(
         finest, finest_allowed = search.finest()
         unstable = (numerical - finest).abs() > allowed + finest_allowed
         unstable &= suspect.unsqueeze(0)
-        # The witness confirms a mismatch when its value sides with the chosen estimate rather than with
-        # autograd. Where the chosen window was the least uncertain of many (the column searched beyond the
-        # first batch's two windows, each judged against the other), one of them can agree with its
-        # neighbours by chance, a coarse window of a fast oscillation aliased into a smooth-looking tableau:
-        # there the witness must put autograd outside its own allowance too.
-        sides = (jacobian - finest).abs() > (numerical - finest).abs()
-        outside = (jacobian - finest).abs() > finest_allowed + floor
-        shown = sides & (outside | ~searched.unsqueeze(0))
-        unconfirmed = suspect.unsqueeze(0) & ((jacobian - numerical).abs() > allowed) & ~shown
+        # The chosen window is the least uncertain of several, and one of them can agree with its neighbours
+        # by chance (a coarse window of a fast oscillation aliased into a smooth-looking tableau, a noisy f).
+        # An independent window, sharing no step with it, confirms the mismatch when it can resolve it (its
+        # uncertainty at most the mismatch) and its value sides with the chosen estimate, not with autograd.
+        independent, spread = search.independent()
+        mismatch = (jacobian - numerical).abs()
+        sides = (jacobian - independent).abs() > (numerical - independent).abs()
+        unconfirmed = suspect.unsqueeze(0) & (mismatch > allowed) & ~(sides & (spread <= mismatch))
     domain = ~torch.isfinite(numerical)
     kink = torch.zeros_like(domain)
     if kinks:
@@ -758,7 +757,7 @@ class _Search:
         best, error, finest = self._windows
         size = 0.0 if rough is None else self.magnitude @ np.abs(np.where(np.isfinite(rough), rough, 0.0))
         noise = self.noise(np.abs(self.value) + size)  # (m,)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             rounding = noise / np.abs(finest)
             uncertainty = error + rounding + self.tiny
             uncertainty = np.where(np.isfinite(uncertainty) & np.isfinite(best), uncertainty, np.inf)
@@ -775,7 +774,7 @@ class _Search:
         settled = flat.all(0) & np.isfinite(best).any(0)
         relative = np.where(settled & (best == 0), 0.0, relative)
         window = relative.argmin(0)  # (n, m)
-        self._all = (best, uncertainty)
+        self._all = (best, uncertainty, relative)
         rows, columns = self.grid
         chosen = [best[window, rows, columns], error[window, rows, columns], uncertainty[window, rows, columns],
                   finest[window, rows, 0]]
@@ -846,11 +845,24 @@ class _Search:
         """Per element, the value and allowance (safety × uncertainty) of its column's witness window (the
         finest window of a column without a mismatch), (m, n)."""
         self._choose()
-        best, uncertainty = self._all
+        best, uncertainty, _ = self._all
         rows, columns = self.grid
         last = self.finest_window()[:, None]
         value, spread = best[last, rows, columns], uncertainty[last, rows, columns]
         return torch.from_numpy(np.ascontiguousarray(value.T)), torch.from_numpy(np.ascontiguousarray(self.safety * spread.T))
+
+    def independent(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per element, the value and uncertainty of the window that shares no step with the chosen one and
+        is least uncertain relative to its value, as the chosen one is (NaN and inf where there is none), (m, n)."""
+        window = self._choose()[-1]
+        best, uncertainty, relative = self._all
+        disjoint = np.abs(np.arange(best.shape[0])[:, None, None] - window[None]) >= 3
+        pick = np.where(disjoint & np.isfinite(uncertainty), relative, np.inf).argmin(0)
+        rows, columns = self.grid
+        found = disjoint[pick, rows, columns] & np.isfinite(uncertainty[pick, rows, columns])
+        value = np.where(found, best[pick, rows, columns], np.nan)
+        spread = np.where(found, uncertainty[pick, rows, columns], np.inf)
+        return torch.from_numpy(np.ascontiguousarray(value.T)), torch.from_numpy(np.ascontiguousarray(spread.T))
 
     def finest_window(self) -> np.ndarray:
         """Per column, the index (its first step) of the window confirm() chose as witness, else the finest."""
