@@ -47,7 +47,7 @@ def op_db_samples():
     sys.modules[spec.name] = module  # dataclasses look their module up while the file executes
     spec.loader.exec_module(module)
     samples = list(module.samples(None, OP_DB_SUBSET))
-    assert len(samples) == len(OP_DB_SUBSET)
+    assert {name for name, _, _ in samples} >= OP_DB_SUBSET
     return samples
 
 

@@ -20,13 +20,12 @@ a NaN compares false with every bound and would otherwise slip through as "not o
   quotient cannot confirm an infinite slope and a bug that overflows gives the same inf),
   "unstable" (a mismatch that the finest window able to resolve it contradicts: f has structure at the
   scale of the step, a staircase or an oscillation),
-  "unconfirmed" (a mismatch that this window does not show too, on the same side: one window out of many
-  that agrees with its neighbours by chance is not evidence enough to fail),
+  "unconfirmed" (a mismatch no independent window confirms: see below),
   "imprecise" (the estimate's own uncertainty is above RESOLUTION at every step: float64, or another point).
 
 The allowance of element (i, j):
 
-    allowed = safety · (error + noise_i/h + ε·max(|J| in row i and column j) + tiny)
+    allowed = safety · (error + noise_i/h + ρ·max(|J| in row i and column j) + tiny)
 
 - error: how much the window's extrapolated value T22 differs from those of the windows one step coarser
   and one finer (the larger change; as numdifftools estimates it). Ridders' error, the change the last
@@ -36,22 +35,37 @@ The allowance of element (i, j):
   ε·scale_i, with scale_i = |f_i(x)| + Σ_k |J_ik|·|x_k|, the size of what f_i is computed from: right for
   an f computed accurately, far too small where f amplifies its own rounding (an ill-conditioned solve,
   cancellation between large terms: inv(A + diag x).sum() with cond(A) ≈ 4e6 carries noise of ≈ 2e5 ε);
-  and NOISE_BOUND·σ_i, with σ_i f_i's noise measured at x (Moré & Wild's ECnoise: the scaled higher
-  differences of f at 9 equally spaced points on each of two random lines through x, spaced ε^(2/3) apart,
-  NOISE_LINES and NOISE_REACH). Rounding is not random, but it is far from smooth: the higher differences of
-  a smooth f vanish like δ^k while those of its rounding stay level, so the measurement sees what this
-  machine's BLAS, vector units and thread count do to f, and the allowance follows it. Steps 2^-k apart
-  do not: their rounding can line up exactly (that inverse gives the same central difference at five
-  consecutive halved steps, 1 % off), so neither the tableau's spread nor its own rounding model can be
-  trusted there. The probe's points share no such ratios.
-- ε·max(|J| in row, column): autograd's own rounding; an entry computed as 1e-17 where f does not
-  depend on x_j at all is rounding, not a bug.
+  and NOISE_BOUND·σ_i, with σ_i f_i's noise measured at x (Moré & Wild's ECnoise, numerical.noise_level:
+  the scaled higher differences of f at 9 equally spaced points on each of NOISE_LINES random lines through
+  x, spaced ε^(2/3)·max(|x_j|, 1) apart; the larger of the lines). Rounding is not random, but it is far
+  from smooth: the higher differences of a smooth f vanish like δ^k while those of its rounding stay level,
+  so the measurement sees what this machine's BLAS, vector units and thread count do to f, and the
+  allowance follows it. The tableau's own steps cannot show it: 2^-k apart, their rounding can line up
+  exactly (an ill-conditioned inverse can give the same, wrong, central difference at several consecutive
+  halved steps, so that the windows agree and the error estimate is 0); the probe's points share no such
+  ratios.
+- ρ·max(|J| in row, column): autograd's own rounding, and the estimate's share of f's relative noise.
+  ρ = ε·max(1, A), A the largest ratio over the outputs of measured noise to ε·scale_i (the report's
+  amplification). An entry computed as 1e-17 where f does not depend on x_j at all is rounding, not a bug;
+  where f amplifies its rounding, its backward runs through the same operations, and f's noise at x ± h
+  grows with |f(x ± h)|, an error of relative size ρ in the estimate that no step reduces (an output that
+  vanishes at x shows its relative noise only away from x, hence the largest over the outputs).
 - tiny: the smallest normal number of the dtype, a floor for subnormal results.
 
-Where f's rounding is amplified, the allowance grows with it, so a correct gradient is pass or
-inconclusive on any machine, never fail: what differs between machines is only how often the estimate
-is precise enough to pass. Tested by injecting noise (f's output × (1 + u·k·ε), u uniform in [-1, 1] per
-evaluation, k up to 10⁶): benchmarks/noise.py.
+A correct gradient is never failed on another machine: where f's rounding is amplified, the allowance
+grows with it, and a mismatch must be confirmed. The window chosen is the least uncertain of several, and
+one of them can agree with its neighbours by chance (a coarse window of a fast oscillation aliased into a
+smooth-looking tableau; a noisy f). Columns with a mismatch get smaller steps (the next window, and the
+finest whose rounding is at most a quarter of the mismatch, the witness); then
+- "unstable" where the chosen window and the witness disagree by more than both allowances (a staircase
+  such as round fits coarse steps exactly and is flat below a stair);
+- "unconfirmed" unless an independent window (sharing no step with the chosen one, and least uncertain
+  relative to its value among those) resolves the mismatch (its uncertainty at most the mismatch) and its
+  value sides with the chosen estimate rather than with autograd.
+What differs between machines is then only how often the estimate is precise enough to pass. Tested by
+injecting noise: f's output × (1 + u·k·ε), u uniform in [-1, 1] afresh per evaluation, k from 10 to 10⁶
+(tests/test_checker_noise.py; the sweep over the mutant suite, the hard cases and all of op_db:
+benchmarks/noise.py).
 
 What a check could have caught: per element, detectable relative error = allowed / |estimate|, the
 smallest relative error of autograd's value that its allowance would have failed (the estimate, not
@@ -72,7 +86,8 @@ judged against the other), evaluated in one batch.
 A kink (relu or abs at 0, a clamp's bound) makes both numbers meaningless: one-sided differences D+ and D-
 disagree by the jump in slope at every step, whereas for a smooth f their gap h·f'' halves with the step.
 The gap |f(x + h) + f(x - h) - 2 f(x)| / h comes from the evaluations the estimate made anyway, at the first
-two steps of each column's chosen window (and of its finest, for a mismatch).
+two steps of each column's chosen window (and of its finest, for a mismatch); it counts when it exceeds
+KINK_NOISE times the rounding noise of a one-sided difference, 2·noise_i/h.
 
 Several inputs: f(x, weight, bias) is checked as one function of all inputs' elements concatenated;
 each element is named by its input and index ("input `weight`, element (2, 1)"). check_module does this
@@ -113,7 +128,7 @@ RESOLUTION = 1e-2
 # For a smooth f the one-sided gap halves with the step (ratio 0.5, or 0.125 where f'' = 0); a kink keeps
 # it near 1. 0.75 sits between the two.
 KINK_RATIO = 0.75
-# A gap must exceed this many times the rounding noise of a one-sided difference (2ε|f|/h) to count.
+# A gap must exceed this many times the rounding noise of a one-sided difference (2·noise_i/h) to count.
 KINK_NOISE = 100.0
 # Up to this many outputs, reverse mode runs one backward per output; beyond, the backwards are batched
 # (torch.autograd.grad with is_grads_batched), while the identity it is seeded with stays under this many
@@ -144,9 +159,10 @@ REASONS = {
             "within h of it; check at another point",
     "domain": "f is not finite at x ± h for every step tried: x is on the edge of f's domain; check at an "
               "interior point",
-    "unconfirmed": "autograd is outside the allowance of the estimate chosen, but not outside that of a window "
-                   "at smaller steps whose rounding could show the mismatch: the evidence is too weak to fail "
-                   "(f's rounding noise, or structure near the step); check in float64 or at another point",
+    "unconfirmed": "autograd is outside the chosen estimate's allowance, but no independent estimate (a window "
+                   "sharing none of its steps) resolves the mismatch and sides with it: one window of several can "
+                   "agree with its neighbours by chance (f's rounding noise, or an oscillation aliased at coarse "
+                   "steps); {remedy}",
     "unstable": "estimates at coarse and fine steps disagree: f varies on a scale near the step (a "
                 "staircase such as round, or a fast oscillation); check at another point",
     "imprecise": "the estimate's uncertainty (its error and f's rounding noise divided by the step) stays "
@@ -449,8 +465,8 @@ class CheckReport:
                     lines.append(f"    and {len(mine) - limit} more")
         detectable = self.detectable_relative_error
         if detectable is not None:
-            lines.append(f"Detectable: a relative error of autograd's value above {detectable:.3g} fails every "
-                         f"judged element (the largest allowed / |numerical| among them)")
+            lines.append(f"Detectable: autograd off by a relative error above {detectable:.3g} fails in every judged "
+                         f"element (the largest allowed / |numerical| among them)")
         if self.amplification > 1:
             lines.append(f"f amplifies its own rounding: its noise, measured at x, is up to {self.amplification:.3g} × "
                          f"ε·(|f| + Σ|J||x|) (an ill-conditioned solve, or cancellation); the allowances include it")
@@ -537,7 +553,7 @@ def check_jacobian(
     # into converging to a slope f does not have, and among many windows of a noisy f one can agree with its
     # neighbours by chance. Columns with a mismatch get every smaller step that could still resolve it;
     # where the chosen and that finest (witness) window disagree, neither is believed (unstable), and a
-    # mismatch the witness does not show too, on the same side, is not confirmed.
+    # mismatch no independent window confirms is not believed either (unconfirmed).
     difference = (jacobian - numerical).abs()
     # A non-finite autograd value is judged without an allowance (CheckReport.nonfinite): no step can settle it.
     suspect_elements = (difference > allowed) & torch.isfinite(numerical) & torch.isfinite(jacobian)
