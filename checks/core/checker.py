@@ -34,7 +34,7 @@ The allowance of element (i, j):
   the larger of two bounds on one evaluation's rounding error:
   ε·scale_i, with scale_i = |f_i(x)| + Σ_k |J_ik|·|x_k|, the size of what f_i is computed from: right for
   an f computed accurately, far too small where f amplifies its own rounding (an ill-conditioned solve,
-  cancellation between large terms: inv(A + diag x).sum() with cond(A) ≈ 4e6 carries noise of ≈ 2e5 ε);
+  cancellation between large terms: inv(A + diag x).sum() with cond(A) ≈ 4e6 carries noise far above ε);
   and NOISE_BOUND·σ_i, with σ_i f_i's noise measured at x (Moré & Wild's ECnoise, numerical.noise_level:
   the scaled higher differences of f at 9 equally spaced points on each of NOISE_LINES random lines through
   x, spaced ε^(2/3)·max(|x_j|, 1) apart; the larger of the lines). Rounding is not random, but it is far
@@ -140,8 +140,9 @@ FIRST_LEVELS = 4
 # Steps per later batch, for the columns not settled by the first: a window's worth.
 LATER_LEVELS = 3
 # The noise probe: f at x + t·δ·p for t = ±1, ..., ±NOISE_REACH on NOISE_LINES random lines p (16 points,
-# in the first batch). Two lines of nine points: an estimate from one line falls below a quarter of the true
-# noise about once in a thousand checks, the larger of two about once in a million.
+# in the first batch). Two lines of nine points: for white noise, an estimate from one line falls below a
+# quarter of the true noise about once in a thousand checks (measured), the larger of two independent ones
+# about once in a million.
 NOISE_REACH = 4
 NOISE_LINES = 2
 # Measured noise σ counts as a bound of NOISE_BOUND·σ on one evaluation's rounding (uniform noise of
@@ -224,8 +225,8 @@ class CheckReport:
     steps        -- per element, the finest step of the chosen window
     levels       -- per column, how many steps were tried (3 for a smooth f)
     kink, domain, unstable, unconfirmed, converged -- per element: a kink found; no finite estimate at any
-                    step; a mismatch that a window at smaller steps contradicts; a mismatch that window does not
-                    show too; allowed small enough to judge
+                    step; a mismatch that a window at smaller steps contradicts; a mismatch no independent
+                    window confirms; allowed small enough to judge
     noise        -- per output, the bound on one evaluation's rounding error the allowances used: the
                     larger of ε·(|f_i| + Σ|J_ik||x_k|) and NOISE_BOUND × the noise measured at x
     amplification -- the largest ratio of measured noise to ε·(|f_i| + Σ|J_ik||x_k|) over the outputs:
