@@ -18,8 +18,9 @@ a NaN compares false with every bound and would otherwise slip through as "not o
   "infinite" (autograd ±inf where the estimate does not converge, or is the same infinity: f may have a
   vertical tangent at x; equal infinities are not evidence of a correct gradient, since a difference
   quotient cannot confirm an infinite slope and a bug that overflows gives the same inf),
-  "unstable" (a mismatch that the finest window able to resolve it contradicts: f has structure at the
-  scale of the step, a staircase or an oscillation),
+  "unstable" (a mismatch that the finest window able to resolve it contradicts, or autograd's 0 in an
+  output that the noise probe finds flat between jumps: f has structure at the scale of the step, a
+  staircase or an oscillation),
   "unconfirmed" (a mismatch no independent window confirms: see below),
   "imprecise" (the estimate's own uncertainty is above RESOLUTION at every step: float64, or another point).
 
@@ -58,7 +59,11 @@ one of them can agree with its neighbours by chance (a coarse window of a fast o
 smooth-looking tableau; a noisy f). Columns with a mismatch get smaller steps (the next window, and the
 finest whose rounding is at most a quarter of the mismatch, the witness); then
 - "unstable" where the chosen window and the witness disagree by more than both allowances (a staircase
-  such as round fits coarse steps exactly and is flat below a stair);
+  such as round fits coarse steps exactly and is flat below a stair), or where autograd is 0 in an output
+  that is a staircase on the noise probe (most of its values at distinct points equal, the rest jumps, all
+  one way): its measured "noise" is the stair height, which keeps the witness from steps fine enough to
+  see a stair's flat, and 0 is the slope of every stair (rounding noise quantized by large intermediates,
+  as in an ill-conditioned inverse, jumps both ways, and is judged as noise);
 - "unconfirmed" unless an independent window (sharing no step with the chosen one, and least uncertain
   relative to its value among those) resolves the mismatch (its uncertainty at most the mismatch) and its
   value sides with the chosen estimate rather than with autograd.
@@ -164,8 +169,9 @@ REASONS = {
                    "sharing none of its steps) resolves the mismatch and sides with it: one window of several can "
                    "agree with its neighbours by chance (f's rounding noise, or an oscillation aliased at coarse "
                    "steps); {remedy}",
-    "unstable": "estimates at coarse and fine steps disagree: f varies on a scale near the step (a "
-                "staircase such as round, or a fast oscillation); check at another point",
+    "unstable": "estimates at coarse and fine steps disagree, or f is flat between jumps at a fine scale: f "
+                "varies on a scale near the step (a staircase such as round, or a fast oscillation); check at "
+                "another point",
     "imprecise": "the estimate's uncertainty (its error and f's rounding noise divided by the step) stays "
                  "above {resolution:g} of the entry's scale at every step tried; {remedy}",
 }
@@ -567,6 +573,10 @@ def check_jacobian(
         allowed = allowed + floor
         finest, finest_allowed = search.finest()
         unstable = (numerical - finest).abs() > allowed + finest_allowed
+        # On a staircase both 0 (each stair's slope, autograd's for round) and the slope across stairs (the
+        # estimate's) are defensible; any other value is wrong at both scales, and is judged as usual.
+        flats = torch.from_numpy(search.staircase).unsqueeze(1) & (jacobian == 0)
+        unstable |= flats & ((jacobian - numerical).abs() > allowed)
         unstable &= suspect.unsqueeze(0)
         # The chosen window is the least uncertain of several, and one of them can agree with its neighbours
         # by chance (a coarse window of a fast oscillation aliased into a smooth-looking tableau, a noisy f).
@@ -630,6 +640,7 @@ class _Search:
         self.witness = np.full(n, -1, dtype=np.int64)  # per column, the window confirm() checks against
         self.depth = 0  # levels computed for at least one column
         self.measured = np.zeros(m)  # per output, the measured noise bound (set by the first batch)
+        self.staircase = np.zeros(m, dtype=bool)  # per output, flat between jumps on the probe
         # The windows and the choice for the tables as they stand (recomputed after each level).
         self._windows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._chosen: tuple | None = None
@@ -672,16 +683,21 @@ class _Search:
 
     def _measure_noise(self, samples: np.ndarray) -> None:
         """f's rounding noise per output (ECnoise on each line, the larger of the lines), as a bound:
-        NOISE_BOUND standard deviations."""
-        reach = 2 * NOISE_REACH
-        sigma = np.zeros(self.value.size)
-        for line in range(NOISE_LINES):
-            mine = samples[line * reach:(line + 1) * reach]
-            # t = -NOISE_REACH, ..., NOISE_REACH in order, f(x) itself in the middle.
-            ordered = np.concatenate([mine[:NOISE_REACH], self.value[None, :], mine[NOISE_REACH:]])
-            sigma = np.fmax(sigma, noise_level(torch.from_numpy(ordered)).numpy())
+        NOISE_BOUND standard deviations; and the outputs that are staircases at the probe's scale."""
+        lines = samples.reshape(NOISE_LINES, 2 * NOISE_REACH, -1)
+        centre = np.broadcast_to(self.value, (NOISE_LINES, 1, self.value.size))
+        # t = -NOISE_REACH, ..., NOISE_REACH in order, f(x) itself in the middle.
+        ordered = np.concatenate([lines[:, :NOISE_REACH], centre, lines[:, NOISE_REACH:]], axis=1)
+        sigma = np.fmax.reduce(noise_level(ordered), axis=0)
         # Not finite: f left its domain on the probe; the a-priori rounding model stands alone.
         self.measured = NOISE_BOUND * np.where(np.isfinite(sigma), sigma, 0.0)
+        # A staircase (round) is flat between jumps: most of its values at distinct points are equal, and the
+        # rest jump, all one way. Its "noise" is structure: autograd's 0 holds on each stair, the differences'
+        # slope across them. (Rounding noise that large intermediates quantize jumps both ways.)
+        steps = np.diff(ordered, axis=1)
+        flat = (steps == 0).sum(1) * 2 >= steps.shape[1]  # per line and output
+        one_way = ((steps > 0).any(1) & ~(steps < 0).any(1)) | ((steps < 0).any(1) & ~(steps > 0).any(1))
+        self.staircase = (flat & one_way).any(0)
 
     def amplification(self) -> float:
         """The largest ratio, over the outputs, of the measured noise bound to ε·scale_i (0 where none)."""
