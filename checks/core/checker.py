@@ -696,7 +696,7 @@ class _Search:
         # slope across them. (Rounding noise that large intermediates quantize jumps both ways.)
         steps = np.diff(ordered, axis=1)
         flat = (steps == 0).sum(1) * 2 >= steps.shape[1]  # per line and output
-        one_way = ((steps > 0).any(1) & ~(steps < 0).any(1)) | ((steps < 0).any(1) & ~(steps > 0).any(1))
+        one_way = (steps > 0).any(1) != (steps < 0).any(1)
         self.staircase = (flat & one_way).any(0)
 
     def amplification(self) -> float:
