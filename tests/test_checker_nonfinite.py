@@ -151,7 +151,8 @@ def test_a_module_whose_backward_gives_nan_fails(dtype: torch.dtype) -> None:
     report = check_module(module, lambda y: y.sum(), x)
     assert_fails_for_nonfinite(report, (0, 0), "nan")
     failed = [e for e in report.elements() if e.verdict == "fail"]
-    assert [(e.argument, e.index) for e in failed] == [("scale", (0,))]
+    # The parameter's gradient and the input's (check_module checks both) are NaN at the overflowing element.
+    assert [(e.argument, e.index) for e in failed] == [("scale", (0,)), ("x", (0,))]
     assert all(e.verdict == "pass" for e in report.elements() if e.argument == "shift")
     with pytest.raises(GradientMismatchError, match="input `scale`, element \\(0,\\)"):
         assert_module_gradients(module, lambda y: y.sum(), x)
@@ -189,21 +190,15 @@ def test_equal_infinities_are_reported_as_such_never_passed() -> None:
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_the_teaching_comparison_never_passes_a_non_finite_value(dtype: torch.dtype) -> None:
+def test_the_teaching_comparison_never_passes_a_non_finite_value_against_another(dtype: torch.dtype) -> None:
+    # compare() judges an analytical expectation written by hand: an expected infinity (sqrt'(0)) matches the
+    # same infinity only, as torch.testing does; anything else non-finite is a mismatch of infinite size.
     tolerance = default_tolerance(dtype)
     nan, inf = math.nan, math.inf
-    cases = [
-        ([1.0, nan], [1.0, 2.0], "observed gradient is not finite"),
-        ([1.0, inf], [1.0, 2.0], "observed gradient is not finite"),
-        ([-inf], [2.0], "observed gradient is not finite"),
-        ([1.0], [inf], "expected value is not finite"),  # a finite observation against an infinite expectation
-        ([inf], [inf], "equal infinities"),
-        ([nan], [nan], "observed gradient is not finite"),
-    ]
-    for observed, expected, why in cases:
+    for observed, expected in [([1.0, nan], [1.0, 2.0]), ([1.0, inf], [1.0, 2.0]), ([-inf], [2.0]), ([1.0], [inf]),
+                               ([-inf], [inf]), ([nan], [nan]), ([nan], [inf])]:
         result = compare(torch.tensor(observed, dtype=dtype), torch.tensor(expected, dtype=dtype), tolerance)
         assert not result.passed and result.mismatched == 1, (observed, expected)
-        assert why in result.message and "Not finite: 1 element" in result.message
         assert result.abs_error == math.inf and result.rel_error == math.inf
-    # Finite values still compare as before.
-    assert compare(torch.tensor([1.0, 2.0], dtype=dtype), torch.tensor([1.0, 2.0], dtype=dtype), tolerance).passed
+    same = compare(torch.tensor([inf, 2.0], dtype=dtype), torch.tensor([inf, 2.0], dtype=dtype), tolerance)
+    assert same.passed and same.abs_error == 0
