@@ -469,14 +469,15 @@ class CheckReport:
         total = self.autograd.numel()
         failed, unsure = int(self.mismatch.sum()), int(self.inconclusive.sum())
         nonfinite = int(self.nonfinite.sum())
-        wrong = [f"{failed} of {total} elements outside their allowance"] if failed else []
+        elements = f"{failed} of {total} elements outside their allowance"
+        if nonfinite:
+            kinds = {"nan" if math.isnan(value) else "inf" for value in self.autograd[self.nonfinite].tolist()}
+            elements += f" ({nonfinite} of them {' or '.join(sorted(kinds))} in autograd where the estimate is finite)"
+        wrong = [elements] if failed else []
         wrong += [f"{check.name} failed" for check in self.properties if check.outcome == "fail"]
         state = {"pass": "passed",
                  "fail": "failed: " + ", ".join(wrong),
                  "inconclusive": f"inconclusive: {unsure} of {total} elements could not be judged"}[self.outcome]
-        if nonfinite:
-            kinds = {"nan" if math.isnan(value) else "inf" for value in self.autograd[self.nonfinite].tolist()}
-            state += f" ({nonfinite} of them {' or '.join(sorted(kinds))} in autograd where the estimate is finite)"
         if self.outcome == "fail" and unsure:
             state += f", {unsure} could not be judged"
         kinks = f", {self.kinks} at a kink" if self.kinks else ""
