@@ -151,6 +151,27 @@ def test_visible_code_reads_without_scrolling_sideways_at_1280(book_html: Path, 
     assert not wide, f"{chapter}: code lines wider than the column: {wide}"
 
 
+@pytest.mark.parametrize("width", [390, 1280])
+def test_display_math_fits_the_column(book_html: Path, site: str, tab, width: int) -> None:
+    tab.set_viewport_size({"width": width, "height": 900})
+    formulas = 0
+    for chapter in CHAPTERS:
+        _open(tab, book_html, site, f"{chapter}.html")
+        tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=15_000)
+        tab.evaluate("() => MathJax.startup.promise")
+        boxes = tab.evaluate("""() => [...document.querySelectorAll('main div.math mjx-container')].map(formula => {
+            const column = (formula.closest('article') || document.querySelector('main')).getBoundingClientRect();
+            const box = formula.getBoundingClientRect();
+            return {text: formula.closest('div.math').textContent.slice(0, 60), scroll: formula.scrollWidth,
+                    client: formula.clientWidth, right: box.right, column: column.right};
+        })""")
+        formulas += len(boxes)
+        # Nothing of a formula is hidden behind a scrollbar or past the text column.
+        cut = [box for box in boxes if box["scroll"] > box["client"] + 1 or box["right"] > box["column"] + 1]
+        assert not cut, f"{chapter} at {width} px: {cut}"
+    assert formulas, "no display formula found to measure"
+
+
 # --- When .grad is None ---------------------------------------------------------------------------------
 
 
