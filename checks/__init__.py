@@ -1,11 +1,25 @@
-"""checks: the gradient checks behind every number in the book.
+"""checks: a gradient checker for PyTorch code, and the teaching API of the book built on it.
 
-Data flows one way: an Expectation is written first -> plan() lays out the checks (executed: false)
--> Plan.run(code) runs the reader's own PyTorch on each device and dtype (checks.witness; scripts of
-passes on one leaf: checks.run_script) -> Records -> tables on the page, and the ledger.
+Three subpackages, one per audience:
+
+- checks.core: the checker library a test suite imports (torch and numpy only). check_jacobian compares
+  autograd's Jacobian with an adaptive finite-difference estimate element by element, with three outcomes
+  (pass / fail / inconclusive); assert_gradients raises for pytest.
+- checks.teaching: what the book's chapters import. An Expectation is written first -> plan() lays out the
+  checks (executed: false) -> Plan.run(code) runs the reader's own PyTorch on each device and dtype
+  (witness; scripts of passes on one leaf: run_script) -> Records -> tables on the page, and the ledger.
+- checks.build: the Jupyter Book build's Sphinx extensions, the ledger page and `python -m checks`.
+
+`import checks` loads the checker library alone; the teaching names below are imported on first use, so a
+test suite never pays for (or needs) pandas, matplotlib or IPython.
 """
 
-from .checker import (
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .core.checker import (
     CheckReport,
     Element,
     GradientMismatchError,
@@ -15,8 +29,8 @@ from .checker import (
     check_jacobian,
     check_module,
 )
-from .devices import available_devices, detected_devices
-from .errors import (
+from .core.devices import available_devices, detected_devices
+from .core.errors import (
     CheckInputError,
     DeviceUnavailableError,
     DtypeError,
@@ -26,14 +40,44 @@ from .errors import (
     StepError,
     ToleranceChangeError,
 )
-from .execute import Results, execute
-from .expectations import Expectation
-from .numerical import Estimate, estimate_gradient, estimate_jacobian
-from .plan import Plan, PlannedCheck, plan
-from .records import Record, dump_records, load_records
-from .tables import Quote, ScriptResults, plain, provenance_frame, provenance_table
-from .tolerances import Tolerance, ToleranceChange, default_tolerance, estimate_tolerance, numerical_tolerance
-from .witness import See, captured, run_script, witness
+from .core.numerical import Estimate, estimate_gradient, estimate_jacobian
+from .core.tolerances import Tolerance, ToleranceChange, default_tolerance, estimate_tolerance, numerical_tolerance
+
+# The teaching API, by the module that defines each name (imported when the name is first used).
+_TEACHING = {
+    "Expectation": "expectations",
+    "execute": "execute",
+    "Plan": "plan",
+    "plan": "plan",
+    "witness": "plan",
+    "PlannedCheck": "planning",
+    "Record": "records",
+    "dump_records": "records",
+    "load_records": "records",
+    "Results": "results",
+    "Quote": "tables",
+    "ScriptResults": "tables",
+    "plain": "tables",
+    "provenance_frame": "tables",
+    "provenance_table": "tables",
+    "See": "witness",
+    "captured": "witness",
+    "run_script": "witness",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _TEACHING.get(name)
+    if module is None:
+        raise AttributeError(f"module 'checks' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".teaching.{module}", __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "CheckInputError",
@@ -44,16 +88,8 @@ __all__ = [
     "Estimate",
     "GradientMismatchError",
     "InconclusiveGradientError",
-    "Expectation",
     "NaNInputError",
     "NonScalarOutputError",
-    "Plan",
-    "Quote",
-    "PlannedCheck",
-    "Record",
-    "Results",
-    "ScriptResults",
-    "See",
     "ShapeMismatchError",
     "StepError",
     "Tolerance",
@@ -62,22 +98,13 @@ __all__ = [
     "assert_gradients",
     "assert_module_gradients",
     "available_devices",
-    "captured",
     "check_jacobian",
     "check_module",
     "default_tolerance",
     "detected_devices",
-    "dump_records",
     "estimate_gradient",
     "estimate_jacobian",
     "estimate_tolerance",
-    "execute",
-    "load_records",
     "numerical_tolerance",
-    "plain",
-    "plan",
-    "provenance_frame",
-    "provenance_table",
-    "run_script",
-    "witness",
+    *_TEACHING,
 ]

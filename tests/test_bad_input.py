@@ -461,7 +461,7 @@ def test_a_true_zero_gradient_estimated_numerically_still_passes() -> None:
 
 
 def test_an_allowance_that_would_accept_a_wrong_zero_is_named() -> None:
-    from checks.execute import _undiscriminating
+    from checks.teaching.execute import _undiscriminating
 
     wide = checks.default_tolerance("bfloat16").changed(atol=0.6, reason="as wide as a coarse estimate's")
     # Expected 0, estimated 0.52: beyond the estimate's own error (allowance / 10), within the allowance.

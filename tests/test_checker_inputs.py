@@ -7,7 +7,7 @@ import torch
 
 import checks
 from checks import GradientMismatchError, InconclusiveGradientError, assert_gradients, check_jacobian, check_module
-from checks.errors import CheckInputError, DtypeError
+from checks.core.errors import CheckInputError, DtypeError
 
 
 class Affine(torch.autograd.Function):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from checks.checker import check_jacobian
-from checks.mutants import mutant
+from checks.core.checker import check_jacobian
+from checks.teaching.mutants import mutant
 
 F64, F32 = torch.float64, torch.float32
 X = (0.3, -0.7, 1.1, 0.5)
@@ -130,7 +130,7 @@ def test_subnormal_results_have_a_floor() -> None:
 
 
 def test_complex_inputs_and_outputs_are_refused_not_checked_by_their_real_part() -> None:
-    from checks.errors import DtypeError
+    from checks.core.errors import DtypeError
 
     with pytest.raises(DtypeError, match="complex"):
         check_jacobian(torch.sin, torch.tensor([1.0 + 1j], dtype=torch.complex128))
@@ -140,7 +140,7 @@ def test_complex_inputs_and_outputs_are_refused_not_checked_by_their_real_part()
 
 def test_a_planned_complex_check_is_refused_not_recorded_by_its_real_part() -> None:
     import checks
-    from checks.errors import DtypeError
+    from checks.core.errors import DtypeError
 
     square = checks.Expectation("x²", lambda x: (x**2).sum(), "2x", lambda x: 2 * x, "power rule")
     with pytest.raises(DtypeError, match="complex"):
@@ -148,7 +148,7 @@ def test_a_planned_complex_check_is_refused_not_recorded_by_its_real_part() -> N
 
 
 def test_bad_options_get_clear_errors() -> None:
-    from checks.errors import CheckInputError
+    from checks.core.errors import CheckInputError
 
     x = torch.tensor([0.5], dtype=F64)
     with pytest.raises(CheckInputError, match="step must be a positive finite number"):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from checks import ledger
+from checks.build import ledger
 
 from .conftest import ROOT, jupyter_book
 from .helpers import main_text, page

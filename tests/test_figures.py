@@ -1,4 +1,4 @@
-"""checks.figures: the shared style, and the text size each figure records for the browser tests."""
+"""checks.teaching.figures: the shared style, and the text size each figure records for the browser tests."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """How good is a gradient check: four checkers run on the mutant suite, tallied and plotted.
 
-The checkers, each asked "is this backward wrong?" for every case of checks.mutants in a dtype:
+The checkers, each asked "is this backward wrong?" for every case of checks.teaching.mutants in a dtype:
 
 - gradcheck (slow): torch.autograd.gradcheck with its defaults, the full numerical Jacobian.
 - gradcheck (fast): the same with fast_mode=True, one random projection of the Jacobian.
 - naive central: the textbook recipe, a fixed step NAIVE_STEP and a fixed tolerance (NAIVE_RTOL,
   NAIVE_ATOL) whatever the dtype, dividing by the step asked for.
-- this checker: checks.checker.check_jacobian (Richardson estimate, per-element allowance).
+- this checker: checks.core.checker.check_jacobian (Richardson estimate, per-element allowance).
 
 A flag (a failed check) on a correct op is a false alarm; on a mutant, a detection. This checker has a third
 outcome, inconclusive (an element it cannot judge: a kink, f not finite near x, an estimate too uncertain):
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from .checker import check_jacobian
-from .dtypes import dtype_name
+from ..core.checker import check_jacobian
+from ..core.dtypes import dtype_name
 from .mutants import Case, Function
 
 CHECKERS: tuple[str, ...] = ("gradcheck (slow)", "gradcheck (fast)", "naive central", "this checker")

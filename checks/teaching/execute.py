@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 import torch
 
-from .compare import compare
-from .devices import device_name
-from .dtypes import to_dtype
-from .environment import environment
-from .errors import CheckInputError
-from .numerical import estimate_gradient
+from ..core.compare import compare
+from ..core.dtypes import to_dtype
+from ..core.errors import CheckInputError
+from ..core.numerical import estimate_gradient
+from ..core.tolerances import NUMERICAL_SAFETY, Tolerance, estimate_tolerance
+from .environment import device_name, environment
 from .observe import observe
-from .plan import Plan, PlannedCheck
+from .planning import PlannedCheck
 from .records import Record
-from .tolerances import NUMERICAL_SAFETY, Tolerance, estimate_tolerance
 
 
 def execute(check: PlannedCheck) -> Record:
@@ -88,50 +86,3 @@ def _undiscriminating(expected: torch.Tensor, observed: torch.Tensor, tolerance:
                 f"{float(estimate[index]):.3g} lies beyond its own error, yet the allowance "
                 f"{float(allowed[index]):.3g} accepts it; a wrong zero would pass, so this is recorded as a failure")
     return ""
-
-
-def run_plan(plan: Plan) -> Results:
-    return Results([execute(check) for check in plan])
-
-
-class Results(Sequence[Record]):
-    """Executed records; displays as a table and embeds the records for the book's ledger."""
-
-    def __init__(self, records: Sequence[Record]) -> None:
-        self._records = tuple(records)
-
-    def __getitem__(self, index):  # type: ignore[override]
-        return self._records[index]
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    def __iter__(self) -> Iterator[Record]:
-        return iter(self._records)
-
-    def __add__(self, other: Results) -> Results:
-        return Results((*self._records, *other))
-
-    @property
-    def passed(self) -> bool:
-        return all(record.passed for record in self._records)
-
-    def failures(self) -> Results:
-        return Results([record for record in self._records if not record.passed])
-
-    def one(self, **where: object) -> Record:
-        """The single record whose fields equal where, e.g. one(device="cpu", how="stored")."""
-        found = [r for r in self._records if all(getattr(r, key) == value for key, value in where.items())]
-        if len(found) != 1:
-            raise CheckInputError(f"{len(found)} records match {where}; expected exactly one")
-        return found[0]
-
-    def frame(self):
-        from .display import records_frame
-
-        return records_frame(list(self._records))
-
-    def _repr_html_(self) -> str:
-        from .display import records_html
-
-        return records_html(list(self._records))

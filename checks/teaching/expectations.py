@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .errors import CheckInputError, NaNInputError, ShapeMismatchError
+from ..core.errors import CheckInputError, NaNInputError, ShapeMismatchError
 
 # What an exercise leaves for the reader to fill in (Python's Ellipsis, in code or as text).
 BLANK = "..."

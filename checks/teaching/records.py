@@ -3,18 +3,18 @@
 A record is a superset of {"function", "x", "analytical_gradient", "observed_gradient", "executed"}.
 
 Collection at execution: every executed Record is collected when it is constructed, whoever builds it
-(checks.execute, checks.higher, checks.witness, ...), whether or not it is ever displayed.
+(checks.teaching.execute, checks.teaching.higher, checks.witness, ...), whether or not it is ever displayed.
 A check that is printed, assigned, shown with .frame() or hidden in a remove-output cell is still a
 check. The book's ledger is built from what was collected, never from what was shown:
 
 - In any process, collected() returns the executed records constructed so far, in the order first seen;
   the same id constructed again (a re-run cell, dataclasses.replace) keeps the last one.
 - When the environment variable CHECKS_RECORDS (RECORDS_VARIABLE) names a file, each executed record is
-  also appended to it as one JSON line, with a single O_APPEND write. checks.sphinxext sets it to a
+  also appended to it as one JSON line, with a single O_APPEND write. checks.build.sphinxext sets it to a
   per-chapter file (records_path(doctreedir, docname)) before the chapter is executed; the kernel
   inherits it, and the extension reads the file back when the chapter has been read.
   Anyone executing a chapter another way (a pool of kernels, say) gives that kernel
-  checks.sphinxext.kernel_environment(app, docname): one variable, one file per chapter, so chapters
+  checks.build.sphinxext.kernel_environment(app, docname): one variable, one file per chapter, so chapters
   running at the same time never share a file.
 - Records loaded back from JSON (from_dict, from_json, load_records) are not collected: they were
   executed elsewhere.
@@ -34,8 +34,8 @@ from typing import Any, Literal, get_args
 
 import torch
 
-from .errors import CheckInputError
-from .indices import unravel
+from ..core.errors import CheckInputError
+from ..core.indices import unravel
 
 Number = float | int
 Value = Number | list[Any]

@@ -25,8 +25,8 @@ from sphinx.config import Config
 from sphinx.ext.mathjax import MATHJAX_URL
 from sphinx.util.fileutil import copy_asset
 
-from .devices import available_devices, device_name
-from .environment import environment
+from ..core.devices import available_devices
+from ..teaching.environment import device_name, environment
 
 LINE_CLASS = "checks-build-environment"
 MATHJAX_FOLDER = "mathjax"
@@ -121,8 +121,8 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", _set_line)
     app.connect("config-inited", _local_mathjax)
     app.connect("build-finished", _copy_mathjax)
-    # reader.css lies in the package's static folder, which checks.sphinxext adds to the build.
-    app.setup_extension("checks.sphinxext")
+    # reader.css lies in the package's static folder, which checks.build.sphinxext adds to the build.
+    app.setup_extension("checks.build.sphinxext")
     app.connect("html-page-context", _on_page)
     app.add_css_file("reader.css")
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

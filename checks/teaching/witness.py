@@ -27,19 +27,20 @@ from dataclasses import replace
 
 import torch
 
-from .compare import compare
-from .devices import device_name, resolve_devices
+from ..core.compare import compare
+from ..core.devices import resolve_devices
+from ..core.dtypes import to_dtype
+from ..core.errors import CheckInputError, ShapeMismatchError
+from ..core.tolerances import Tolerance
+from ..core.validate import flag, integer, text
 from .display import format_value
-from .dtypes import to_dtype
-from .environment import environment
-from .errors import CheckInputError, ShapeMismatchError
-from .execute import Results
+from .environment import device_name, environment
 from .expectations import Expectation, reference_input
-from .plan import Plan, PlannedCheck, _tolerance_for, plan, planned_dtypes, source_code, source_of
+from .planning import PlannedCheck, planned_dtypes, tolerance_for
 from .records import PROVENANCES, Provenance, Record
+from .results import Results
+from .source import source_code, source_of
 from .tables import ScriptResults
-from .tolerances import Tolerance
-from .validate import flag, integer, text
 
 Code = Callable[[torch.Tensor], object]
 
@@ -53,36 +54,10 @@ SOURCE_MARKERS: tuple[tuple[str, Provenance], ...] = (
 )
 
 
-def witness(
-    expectation: Expectation,
-    x: object,
-    *code: Code | tuple[Code, Provenance],
-    how: Provenance | None = None,
-    dtypes: str | Sequence[str] = ("float64",),
-    devices: str | Sequence[str] | None = None,
-    tolerance: Tolerance | Mapping[str, Tolerance] | None = None,
-    label: str | None = None,
-    expected_failure: bool = False,
-    seed: int = 0,
-) -> Results:
-    """Run each code function on a fresh leaf per device and dtype, and compare with the expectation.
-
-    Equivalent to checks.plan(expectation, x, how=<the ways named>, dtypes=..., ...).run(*code, how=how):
-    a function named how="numerical" is judged with the plan's numerical default tolerance (central
-    differences at checks' default step) unless tolerance= says otherwise.
-    """
-    if not code:
-        raise CheckInputError("witness() needs at least one code function, e.g. def stored(x): ... return x.grad")
-    # A row per way named (a numerical one gets a numerical default tolerance); inferred ways share "stored"'s.
-    named = tuple(dict.fromkeys(explicit or "stored" for _, explicit in (_function_and_how(item, how) for item in code)))
-    planned = plan(expectation, x, how=named, dtypes=dtypes, devices=devices, tolerance=tolerance, label=label,
-                   expected_failure=expected_failure, seed=seed)
-    return run_code(planned, code, how=how)
-
-
-def run_code(planned: Plan, code: Sequence[Code | tuple[Code, Provenance]], *, how: Provenance | None = None) -> Results:
+def run_code(planned: Sequence[PlannedCheck], code: Sequence[Code | tuple[Code, Provenance]], *,
+             how: Provenance | None = None) -> Results:
     """Each function on each (device, dtype) of the plan; the tolerance is the plan's for that row's how."""
-    functions = [_function_and_how(item, how) for item in code]
+    functions = [function_and_how(item, how) for item in code]
     rows: dict[tuple[str, str], list[PlannedCheck]] = {}
     for check in planned:
         rows.setdefault((check.device, check.dtype), []).append(check)
@@ -93,7 +68,7 @@ def run_code(planned: Plan, code: Sequence[Code | tuple[Code, Provenance]], *, h
     return Results(records)
 
 
-def _function_and_how(item: object, how: Provenance | None) -> tuple[Code, Provenance | None]:
+def function_and_how(item: object, how: Provenance | None) -> tuple[Code, Provenance | None]:
     function, explicit = item if isinstance(item, tuple) and len(item) == 2 else (item, how)
     if not callable(function):
         raise CheckInputError(f"{function!r} is not a function: pass your code as def name(x): ... return gradient")
@@ -363,7 +338,7 @@ def run_script(
             torch.manual_seed(seed)
             value = reference.to(to_dtype(dtype)).to(device).detach().clone().requires_grad_(requires_grad)
             see = See(script, expectation, function, source, reference.to(to_dtype(dtype)).to(torch.float64),
-                      value if requires_grad else None, dtype, device, _tolerance_for(tolerance, dtype),
+                      value if requires_grad else None, dtype, device, tolerance_for(tolerance, dtype),
                       label, seed)
             arguments = {"x": value, "see": see, "dtype": to_dtype(dtype), "device": torch.device(device)}
             script(**{key: arguments[key] for key in wanted})
@@ -401,4 +376,4 @@ def _as_float64(value: object, what: str) -> torch.Tensor:
     return tensor.cpu().to(torch.float64)
 
 
-__all__ = ["See", "captured", "infer_how", "run_code", "run_script", "witness"]
+__all__ = ["See", "captured", "infer_how", "run_code", "run_script"]

@@ -1,7 +1,7 @@
 """The build's fingerprint: what, besides a chapter's own text, decides the numbers the book shows.
 
 The checks package's source, the versions of torch, Python, numpy and pandas, and the devices the checks
-run on. checks.sphinxext re-executes every chapter when it changes; the ledger is stamped with it, and
+run on. checks.build.sphinxext re-executes every chapter when it changes; the ledger is stamped with it, and
 `python -m checks` refuses a ledger whose fingerprint differs from the one of the sources beside it.
 """
 
@@ -13,9 +13,10 @@ import platform
 from importlib.metadata import version
 from pathlib import Path
 
-from .devices import available_devices
+from ..core.devices import available_devices
 
-PACKAGE = Path(__file__).resolve().parent
+# The whole checks package (the checker, the teaching API and this build side): each can change a number.
+PACKAGE = Path(__file__).resolve().parents[1]
 
 
 def components() -> dict[str, str]:

@@ -1,8 +1,8 @@
-"""Plans: a check written down (expectation, input, devices, dtypes, tolerance) before anything runs.
+"""Checks written down before anything runs: expectation, input, device, dtype, way of observing, tolerance.
 
-A plan shows the analytical gradient with observed = none and executed = false; run(code) runs the
-reader's own PyTorch code on each of its devices and dtypes (checks.witness), run() alone observes f
-with checks' own backward() / autograd.grad / finite differences.
+A PlannedCheck holds the analytical gradient with observed = none and executed = false; checks.teaching.plan
+shows them as a Plan and runs them (checks.teaching.execute observes f itself, checks.teaching.witness runs
+the reader's code).
 
 Each dtype's row holds the input rounded to that dtype, and its expected gradient is the analytical
 derivative at that rounded input: a float32 row then measures autograd's error, not the input's rounding.
@@ -10,24 +10,21 @@ derivative at that rounded input: a float32 row then measures autograd's error, 
 
 from __future__ import annotations
 
-import ast
-import inspect
-import linecache
-import textwrap
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import get_args
 
 import torch
 
-from .devices import resolve_devices
-from .dtypes import dtype_name, real_dtype, to_dtype
-from .errors import CheckInputError, DtypeError, ToleranceChangeError
+from ..core.devices import resolve_devices
+from ..core.dtypes import dtype_name, real_dtype, to_dtype
+from ..core.errors import CheckInputError, DtypeError, ToleranceChangeError
+from ..core.numerical import COMPLEX_OF, MAX_LEVELS, METHODS, Method, default_step, representable_step
+from ..core.tolerances import Tolerance, default_tolerance, numerical_tolerance
+from ..core.validate import choices, flag, integer, number, text
 from .expectations import Expectation, reference_input
-from .numerical import COMPLEX_OF, MAX_LEVELS, METHODS, Method, default_step, representable_step
 from .records import Provenance, Record
-from .tolerances import Tolerance, default_tolerance, numerical_tolerance
-from .validate import choices, flag, integer, number, text
+from .source import source_code
 
 # Ways a plan can observe a gradient: every provenance, for the reader's code (Plan.run(code)); checks
 # observes OWN_HOWS by itself (Plan.run()).
@@ -81,65 +78,7 @@ class PlannedCheck:
         )
 
 
-class Plan(Sequence[PlannedCheck]):
-    """The checks as planned; displays as a table whose observed column is still empty."""
-
-    def __init__(self, checks: Sequence[PlannedCheck]) -> None:
-        self._checks = tuple(checks)
-        if not self._checks:
-            raise CheckInputError("a plan with no checks is refused: running it would report nothing as passed")
-        if not all(isinstance(check, PlannedCheck) for check in self._checks):
-            raise CheckInputError("a Plan holds PlannedChecks (from checks.plan(...)); got "
-                                  + ", ".join(sorted({type(check).__name__ for check in self._checks})))
-
-    def __getitem__(self, index):  # type: ignore[override]
-        return self._checks[index]
-
-    def __len__(self) -> int:
-        return len(self._checks)
-
-    def __iter__(self) -> Iterator[PlannedCheck]:
-        return iter(self._checks)
-
-    def records(self) -> list[Record]:
-        return [check.record() for check in self._checks]
-
-    def one(self, **where: object) -> PlannedCheck:
-        """The single planned check whose fields equal where, e.g. one(dtype="float64", device="cpu")."""
-        found = [check for check in self._checks if all(getattr(check, key) == value for key, value in where.items())]
-        if len(found) != 1:
-            raise CheckInputError(f"{len(found)} planned checks match {where}; expected exactly one")
-        return found[0]
-
-    def run(self, *code: Callable[..., object] | tuple[Callable[..., object], Provenance], how: Provenance | None = None):
-        """Execute the plan. With code functions, run each of them per device and dtype (checks.witness).
-
-        code -- the reader's functions, each taking a fresh leaf x and returning the gradient it
-                observed (x.grad after backward(), what torch.autograd.grad returned, ...); a pair
-                (function, how) names how, where it cannot be inferred; how= names it for all of them.
-        Without code, each planned row is observed by checks itself, in the way its how names: stored,
-        returned or numerical (other ways are observed by code only).
-        """
-        if code:
-            from .witness import run_code
-
-            return run_code(self, code, how=how)
-        if how is not None:
-            raise CheckInputError("how= names how your code observed the gradient; pass the code too: run(code, how=...)")
-        for check in self._checks:
-            if check.how not in OWN_HOWS:
-                raise CheckInputError(f"how={check.how!r} is observed by your code, not by checks: pass it, plan.run(code)")
-        from .execute import run_plan
-
-        return run_plan(self)
-
-    def _repr_html_(self) -> str:
-        from .display import records_html
-
-        return records_html(self.records())
-
-
-def plan(
+def planned_checks(
     expectation: Expectation,
     x: object,
     *,
@@ -153,11 +92,11 @@ def plan(
     method: Method | Sequence[Method] = "central",
     step: float | None = None,
     levels: int = 3,
-) -> Plan:
-    """Plan a check of expectation at x on each device (all available by default) and dtype.
+) -> tuple[PlannedCheck, ...]:
+    """The checks of expectation at x on each device (all available by default) and dtype, as planned.
 
     tolerance -- None for the default (torch.testing's per-dtype default for autograd; for a numerical
-    estimate, checks.tolerances.numerical_tolerance derived from ε, the step and |f|), a Tolerance for
+    estimate, checks.core.tolerances.numerical_tolerance derived from ε, the step and |f|), a Tolerance for
     every dtype, or one per dtype name; any other tolerance must carry its written reason (see
     Tolerance.changed). "estimate" takes a numerical check's tolerance from its own error estimate
     (Richardson only), so it is known only once the check has run.
@@ -196,7 +135,7 @@ def plan(
                 if item != "numerical":
                     chosen = None if adaptive else tolerance
                     checks.append(PlannedCheck(label, expectation, point, expected, item, name, device,
-                                               _tolerance_for(chosen, name), expected_failure, seed))
+                                               tolerance_for(chosen, name), expected_failure, seed))
                     continue
                 for estimator in methods:
                     if estimator == "complex" and to_dtype(name) not in COMPLEX_OF:
@@ -206,7 +145,7 @@ def plan(
                             f"float32 or float64 only"
                         )
                     allowed = (_adaptive_placeholder(name) if adaptive else
-                               _tolerance_for(tolerance, name, lambda: _numerical_default(
+                               tolerance_for(tolerance, name, lambda: _numerical_default(
                                    expectation, point, expected, name, estimator, step, levels)))
                     checks.append(PlannedCheck(label, expectation, point, expected, item, name, device,
                                                allowed, expected_failure, seed, estimator, step, levels,
@@ -214,7 +153,7 @@ def plan(
     for check in checks:
         if not check.adaptive:
             _require_discrimination(check)
-    return Plan(checks)
+    return tuple(checks)
 
 
 def planned_dtypes(dtypes: object, tolerance: object) -> list[str]:
@@ -293,7 +232,7 @@ def _adaptive_placeholder(dtype: str) -> Tolerance:
     return Tolerance(rtol=0.0, atol=0.0, reason=f"from the estimate's own error estimate ({dtype}), set when run")
 
 
-def _tolerance_for(
+def tolerance_for(
     tolerance: Tolerance | Mapping[str, Tolerance] | str | None,
     dtype: str,
     default: Callable[[], Tolerance] | None = None,
@@ -303,7 +242,7 @@ def _tolerance_for(
         return fallback()
     if isinstance(tolerance, Mapping):
         chosen = tolerance.get(dtype)
-        return fallback() if chosen is None else _tolerance_for(chosen, dtype, default)
+        return fallback() if chosen is None else tolerance_for(chosen, dtype, default)
     if not isinstance(tolerance, Tolerance):
         raise ToleranceChangeError(
             f"tolerance={tolerance!r} has no written reason; pass a Tolerance, e.g. "
@@ -318,60 +257,3 @@ def _short(x: torch.Tensor) -> str:
     return text if len(text) <= 30 else f"tensor of shape {tuple(x.shape)}"
 
 
-def source_code(expectation: Expectation) -> dict[str, str]:
-    """The code of f, df and related objects as written, so a failed check can be read and reproduced."""
-    code = {name: source_of(getattr(expectation, name)) for name in ("f", "df")}
-    for item in expectation.related:
-        code[getattr(item, "__name__", None) or type(item).__name__] = source_of(item)
-    return code
-
-
-def source_of(item: object) -> str:
-    """The Python source of a function or class as written; for code without one, its stable name."""
-    if inspect.isfunction(item) and item.__name__ == "<lambda>":
-        found = _lambda_source(item)
-        if found:
-            return found
-    try:
-        return textwrap.dedent(inspect.getsource(item)).strip()  # type: ignore[arg-type]
-    except (OSError, TypeError):
-        pass
-    if inspect.isclass(item):
-        # Python 3.11 cannot find a class's source in a notebook kernel, but it finds its methods'.
-        methods = [getattr(member, "__func__", member) for member in vars(item).values()]
-        sources = [textwrap.indent(source_of(method), "    ") for method in methods if inspect.isfunction(method)]
-        if sources:
-            bases = ", ".join(base.__qualname__ for base in item.__bases__)
-            return f"class {item.__qualname__}({bases}):  # its methods, as written\n" + "\n\n".join(sources)
-    return _name(item)
-
-
-def _lambda_source(function: Callable[..., object]) -> str | None:
-    """Just the lambda expression: inspect gives its whole line, which may hold f, df and more.
-
-    The lambda is found in its file (a notebook cell too) as the one whose body holds the first
-    position its bytecode points at; None when the file cannot be read or parsed.
-    """
-    code = function.__code__
-    text = "".join(linecache.getlines(code.co_filename))
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
-    positions = [(line, column) for line, _, column, end in code.co_positions()
-                 if line is not None and column is not None and (column, end) != (0, 0)]
-    if not positions:
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno:
-            body = node.body
-            if (body.lineno, body.col_offset) <= positions[0] <= (body.end_lineno, body.end_col_offset):
-                return ast.get_source_segment(text, node)
-    return None
-
-
-def _name(item: object) -> str:
-    """A name for code without Python source (torch.exp, say); never a repr, whose address changes per run."""
-    module = getattr(item, "__module__", None)
-    name = getattr(item, "__name__", None) or type(item).__name__
-    return f"{module}.{name}  # built in: no Python source" if module else f"{name}  # built in: no Python source"

@@ -50,14 +50,3 @@ def resolve_devices(names: Sequence[str] | None, *, source: str = "devices") -> 
     if not names:
         raise DeviceUnavailableError(f"{source} names no device; available: {', '.join(present)}")
     return list(dict.fromkeys(names))
-
-
-def device_name(device: str) -> str:
-    """A human name for the hardware behind a device type (GPU model, or the CPU's)."""
-    if device == "cuda":
-        return torch.cuda.get_device_name(0)
-    if device == "mps":
-        return "Apple GPU (MPS)"
-    from .environment import cpu_name
-
-    return cpu_name()

@@ -1,4 +1,4 @@
-"""A chapter's own tables and quotations, beside the shared check tables of checks.display.
+"""A chapter's own tables and quotations, beside the shared check tables of checks.teaching.display.
 
 - ScriptResults: the passes of a script (checks.run_script), one row each, whose expected column says what
   it holds: the value worked out from the analytical derivative at that point of the script (for x.grad
@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..core.errors import CheckInputError
 from .display import HOW_WORDS, cell_text, embed, failure_html, format_value, tolerance_notes
-from .errors import CheckInputError
-from .execute import Results
 from .records import Record
+from .results import Results
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made: the build's Sphinx process imports
     import pandas as pd  # the package and makes none, and pandas costs it about 0.2 s

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from .dtypes import dtype_name, to_dtype
-from .errors import StepError
-from .numerical import Method, default_step, estimate_gradient, machine_epsilon
+from ..core.dtypes import dtype_name, to_dtype
+from ..core.errors import StepError
+from ..core.numerical import Method, default_step, estimate_gradient, machine_epsilon
 
 Function = Callable[[torch.Tensor], torch.Tensor]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import platform
+
 import torch
 
 
@@ -31,3 +32,12 @@ def environment(seed: int) -> dict[str, str | int | None]:
         "default_dtype": str(torch.get_default_dtype()).removeprefix("torch."),
         "seed": seed,
     }
+
+
+def device_name(device: str) -> str:
+    """A human name for the hardware behind a device type (GPU model, or the CPU's)."""
+    if device == "cuda":
+        return torch.cuda.get_device_name(0)
+    if device == "mps":
+        return "Apple GPU (MPS)"
+    return cpu_name()

@@ -15,17 +15,16 @@ from dataclasses import dataclass
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from .checker import check_jacobian
-from .compare import compare
-from .devices import device_name
-from .dtypes import dtype_name
-from .environment import environment
-from .errors import CheckInputError, NonScalarOutputError, ShapeMismatchError
+from ..core.checker import check_jacobian
+from ..core.compare import compare
+from ..core.dtypes import dtype_name
+from ..core.errors import CheckInputError, NonScalarOutputError, ShapeMismatchError
+from ..core.numerical import Estimate, estimate_jacobian
+from ..core.tolerances import Tolerance, default_tolerance, estimate_tolerance
+from .environment import device_name, environment
 from .expectations import reference_input
-from .numerical import Estimate, estimate_jacobian
-from .plan import source_of
 from .records import Provenance, Record
-from .tolerances import Tolerance, default_tolerance, estimate_tolerance
+from .source import source_of
 
 Function = Callable[[torch.Tensor], torch.Tensor]
 # Ways of obtaining a matrix of derivatives, and how each is recorded: the provenance names the transform

@@ -2,7 +2,7 @@
 
 An entry is a record's dictionary plus where it was shown: the chapter's title, its page and the record's
 anchor on that page, and its outcome (the verdict read with the expected-failure flag). The Sphinx
-extension collects the entries as the chapters execute (checks.records) and writes ledger.json:
+extension collects the entries as the chapters execute (checks.teaching.records) and writes ledger.json:
 
     {"build": {"finished": true, "fingerprint": {...}, "sources": the source folder relative to this one,
      "chapters": [{"chapter", "page", "source", "source_sha256", "executed", "execution"}, ...]},
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .display import HOW_WORDS, RECORDS_MIME, cell_text, mismatched_indices, vector_html
-from .errors import CheckInputError
+from ..core.errors import CheckInputError
+from ..teaching.display import HOW_WORDS, RECORDS_MIME, cell_text, mismatched_indices, vector_html
+from ..teaching.records import PROBLEMS, Record
 from .fingerprint import components, digest as json_digest
-from .records import PROBLEMS, Record
 
 Entry = dict[str, Any]
 
@@ -159,7 +159,7 @@ def read(path: str | Path) -> Ledger:
         raise CheckInputError(f"{path} cannot be read: {error.strerror}") from None
     if not (isinstance(data, dict) and isinstance(data.get("build"), dict) and isinstance(data.get("checks"), list)):
         raise CheckInputError(f'{path} is not a ledger: expected {{"build": {{...}}, "checks": [...]}} '
-                              f"(written by checks.sphinxext; rebuild the book)")
+                              f"(written by checks.build.sphinxext; rebuild the book)")
     build, entries = data["build"], data["checks"]
     if build.get("finished") is not True:
         raise CheckInputError(f"{path} is from a build that did not finish; rebuild the book")

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Literal
 
 import torch
 
-from .dtypes import dtype_name
-from .errors import CheckInputError, DtypeError, NaNInputError, NonScalarOutputError
+from ..core.dtypes import dtype_name
+from ..core.errors import CheckInputError, DtypeError, NaNInputError, NonScalarOutputError, in_place_named
 from .expectations import Function
 
 How = Literal["stored", "returned"]
@@ -42,20 +40,6 @@ def forward(f: Function, x: torch.Tensor) -> torch.Tensor:
     if not y.requires_grad:
         raise CheckInputError("f(x) does not depend on x through autograd (was x detached or converted?)")
     return y
-
-
-@contextmanager
-def in_place_named() -> Iterator[None]:
-    """Name the problem when f changes its input in place: autograd refuses that on a leaf."""
-    try:
-        yield
-    except RuntimeError as error:
-        if "in-place operation" not in str(error):
-            raise
-        raise CheckInputError(
-            "f changes x in place (e.g. x.mul_(2)); autograd cannot differentiate an in-place change of the "
-            "input it differentiates with respect to: write f out of place (x * 2)"
-        ) from error
 
 
 def observe_stored(f: Function, x: torch.Tensor) -> torch.Tensor:

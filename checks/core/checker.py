@@ -59,10 +59,9 @@ import numpy as np
 import torch
 
 from .dtypes import dtype_name
-from .errors import CheckInputError, DtypeError, NaNInputError
+from .errors import CheckInputError, DtypeError, NaNInputError, in_place_named
 from .indices import unravel
 from .numerical import _Evaluator, _relative_step, default_step, machine_epsilon, require_memory
-from .observe import in_place_named
 from .validate import flag, memory, number
 
 Function = Callable[..., torch.Tensor]
@@ -71,7 +70,7 @@ MODES: tuple[Mode, ...] = ("reverse", "forward")
 Outcome = Literal["pass", "fail", "inconclusive"]
 ElementVerdict = Literal["pass", "fail", "inconclusive"]
 
-# Allowance factor over the uncertainty; the same 10 as checks.tolerances.NUMERICAL_SAFETY: an estimate
+# Allowance factor over the uncertainty; the same 10 as checks.core.tolerances.NUMERICAL_SAFETY: an estimate
 # rarely misses by ten times its own error estimate.
 SAFETY = 10.0
 # An element is judged only when its allowance is at most this fraction of the entry's scale: a pass with

@@ -2,16 +2,16 @@
 
 Sphinx re-reads (and so re-executes) a chapter only when its source changes. The chapters' numbers also
 depend on the `checks` package, the torch, Python, numpy and pandas versions and the devices present
-(checks.fingerprint), so their fingerprint is a config value with rebuild="env": when it changes, Sphinx
+(checks.build.fingerprint), so their fingerprint is a config value with rebuild="env": when it changes, Sphinx
 re-reads every chapter.
 
-The ledger holds every check executed, displayed or not (see checks.records, "Collection at execution"):
+The ledger holds every check executed, displayed or not (see checks.teaching.records, "Collection at execution"):
 
 1. builder-inited: the previous ledger.json is removed (a failed or interrupted build leaves none that
    could verify) and the folder of per-chapter record files, <doctreedir>/checks-records/, is emptied.
 2. source-read: CHECKS_RECORDS is set to the chapter's own file, records_path(doctreedir, docname), so
    the kernel myst-nb starts for it appends each executed record there. Chapters read in parallel
-   (sphinx -j, forked workers) each get their own file. checks.parallel, which starts the kernels of the
+   (sphinx -j, forked workers) each get their own file. checks.build.parallel, which starts the kernels of the
    chapters to be read before Sphinx reads them, gives each kernel kernel_environment(app, docname) through
    its checks-kernel-environment event, and the extension finds the file the same way.
 3. doctree-read: the chapter's file is read back into the build environment with how the chapter was
@@ -43,9 +43,9 @@ from sphinx.environment import BuildEnvironment
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.fileutil import copy_asset
 
+from ..teaching.records import RECORDS_VARIABLE, Record, read_collected
 from . import fingerprint as build_fingerprint
 from . import ledger, parallel
-from .records import RECORDS_VARIABLE, Record, read_collected
 
 PACKAGE = Path(__file__).resolve().parent
 RECORDS_FOLDER = "checks-records"
@@ -275,7 +275,7 @@ def setup(app: Sphinx) -> dict:
     app.add_directive("checks-ledger", LedgerDirective)
     app.connect("builder-inited", _start_build)
     app.connect("source-read", _before_execution)
-    app.setup_extension("checks.parallel")  # executes the chapters; each kernel gets its record file
+    app.setup_extension("checks.build.parallel")  # executes the chapters; each kernel gets its record file
     app.connect(parallel.ENVIRONMENT_EVENT, kernel_environment)
     app.connect("doctree-read", _collect)
     app.connect("env-purge-doc", _purge)

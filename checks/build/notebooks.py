@@ -31,12 +31,15 @@ NOTEBOOKS_FOLDER = "notebooks"
 # The distribution pyproject.toml names; its import package is `checks`.
 DISTRIBUTION = "gradient-checks"
 INSTALL_TAG = "checks-install"
+# pyproject.toml's extra that brings what the chapters import besides torch and numpy.
+CHAPTER_EXTRA = "book"
 THEME_PRIORITY = 501  # sphinx-book-theme's launch and download buttons
 
 
 def install_requirement(repository_url: str, branch: str) -> str:
-    """The pip requirement that installs this package from the repository (a fork's URL gives the fork)."""
-    return f"{DISTRIBUTION} @ git+{repository_url.rstrip('/')}@{branch}"
+    """The pip requirement that installs this package from the repository (a fork's URL gives the fork), with
+    the extra the chapters' code needs beside the checker library."""
+    return f"{DISTRIBUTION}[{CHAPTER_EXTRA}] @ git+{repository_url.rstrip('/')}@{branch}"
 
 
 def install_cells(requirement: str, companions: Mapping[str, str] | None = None) -> list[nbformat.NotebookNode]:
