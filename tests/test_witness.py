@@ -190,6 +190,18 @@ def test_a_script_of_passes_on_one_leaf_records_accumulation_and_a_captured_erro
     assert results.one(what="a second backward() adds").observed_gradient == 12.0
 
 
+def test_an_expected_python_number_is_read_in_float64_not_rounded_to_float32() -> None:
+    def step(x, see):
+        with torch.no_grad():
+            x -= 0.6  # one step of a hand-written update: x = 2.4
+        (x * x).backward()
+        see(x.grad, expected=2 * (3.0 - 0.6), what="2x at 2.4, written as a Python number")
+
+    record = checks.run_script(step, x=3.0, expectation=SQUARE, devices="cpu")[0]
+    assert record.analytical_gradient == 2 * (3.0 - 0.6)  # 4.8 in float64, not float32's 4.800000190734863
+    assert record.abs_error <= 1e-15 and record.passed
+
+
 def test_an_error_that_does_not_come_or_differs_is_an_unexpected_failure() -> None:
     def no_error(x, see):
         y = x.sum()  # a sum saves no tensors: its graph can be walked twice
