@@ -279,6 +279,16 @@ def tune_gradcheck(cases: Sequence[Case], dtype: torch.dtype, eps: Sequence[floa
                   len(ranked), evaluations, time.perf_counter() - start)
 
 
+def tuning_frame(tunings: Sequence[Tuning]):
+    """The tunings as a table (pandas), one row per dtype: the setting, its counts, its margin, the search's cost."""
+    import pandas as pd
+
+    return pd.DataFrame([{"dtype": t.dtype, "setting": t.setting.words(),
+                          "false alarms": f"{t.false_alarms} of {t.correct}",
+                          "detections": f"{t.detections} of {t.mutants}", "margin": f"{t.margin:.3g}",
+                          "evaluations of f": t.evaluations, "seconds": f"{t.seconds:.1f}"} for t in tunings])
+
+
 def detection_by_delta(outcomes: Sequence[Outcome]):
     """Fraction of scaled mutants flagged, per δ (rows) and (checker, dtype) (columns)."""
     import pandas as pd
