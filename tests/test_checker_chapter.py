@@ -21,7 +21,8 @@ CHECKERS = ("gradcheck (slow)", "gradcheck (fast)", "gradcheck (slow, tuned)", "
 
 def test_detection_table_has_every_delta_for_every_checker_and_dtype(book_html: Path) -> None:
     rows = table_of_class(page(book_html, PAGE), "detection-table")
-    assert {(row["dtype"], row["checker"]) for row in rows} == {(d, c) for d in ("float64", "float32") for c in CHECKERS}
+    assert {(row["dtype"], row["checker"]) for row in rows} == {(d, c) for d in ("float64", "float32")
+                                                                for c in CHECKERS}
     deltas = ["0.1", "0.01", "0.001", "0.0001", "1e-05", "1e-06", "1e-07"]
     for row in rows:
         assert [key for key in row if key.startswith("δ")] == [f"δ = {delta}" for delta in deltas]
