@@ -42,12 +42,18 @@ two steps of each column's chosen window (and of its finest, for a mismatch).
 
 Several inputs: f(x, weight, bias) is checked as one function of all inputs' elements concatenated;
 each element is named by its input and index ("input `weight`, element (2, 1)"). check_module does this
-for an nn.Module's parameters, and assert_gradients raises for a test suite.
+for an nn.Module's parameters and inputs, and assert_gradients raises for a test suite. Complex inputs and
+outputs are checked by their real and imaginary parts; integer, bool and non-tensor arguments are held
+fixed and named (checks.core.signature). Beside the Jacobian, every check runs the property checks of
+checks.core.properties (f does not change its inputs; a reentrant backward; undefined output gradients;
+batched gradients on request). order=2 checks the Jacobian of the vector–Jacobian product, as gradgradcheck
+does. atol/rtol replace the estimate's own allowance by the caller's, judged against the estimate's
+uncertainty: pass only where autograd is within the tolerance of every value the estimate allows, fail only
+where it is outside it for every one.
 """
 
 from __future__ import annotations
 
-import inspect
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -59,10 +65,23 @@ import numpy as np
 import torch
 
 from .dtypes import dtype_name
-from .errors import CheckInputError, DtypeError, NaNInputError, in_place_named
+from .errors import CheckInputError, NaNInputError, in_place_named
 from .indices import unravel
+from .forward import NoForwardMode, first_line, flat_jacobian, forward_jacobian
 from .numerical import _Evaluator, _relative_step, default_step, machine_epsilon, require_memory
-from .validate import flag, memory, number
+from .properties import (
+    Graph,
+    PropertyCheck,
+    batched,
+    batched_forward,
+    reentrant,
+    undefined_gradients,
+    undefined_tangents,
+    unmutated,
+)
+from .signature import Argument, SecondOrder, Signature, Skipped, parameter_names
+from .tolerances import Tolerance
+from .validate import flag, integer, memory, number
 
 Function = Callable[..., torch.Tensor]
 Mode = Literal["reverse", "forward"]
@@ -100,24 +119,9 @@ REASONS = {
                 "staircase such as round, or a fast oscillation); check at another point",
     "imprecise": "the estimate's uncertainty stays above {resolution:g} of the entry's scale at every step "
                  "tried; {remedy}",
+    "tolerance": "the estimate's uncertainty is too large to tell whether autograd is within the atol and rtol "
+                 "given; loosen them, or {remedy}",
 }
-
-
-@dataclass(frozen=True)
-class Argument:
-    """One input of f: its name, shape and where its elements sit among the Jacobian's columns."""
-
-    name: str
-    shape: tuple[int, ...]
-    offset: int
-
-    @property
-    def numel(self) -> int:
-        return math.prod(self.shape)
-
-    def index(self, column: int) -> tuple[int, ...]:
-        """The multi-index inside this input of a flattened column."""
-        return unravel(column - self.offset, self.shape)
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,9 @@ class Element:
     step: float
     verdict: ElementVerdict
     reason: str  # "" for pass and fail; else a key of REASONS
+    # What the estimate alone supports (its allowance: safety × uncertainty, plus autograd's rounding);
+    # the same as allowed unless the caller gave atol/rtol.
+    supported: float = math.nan
 
     @property
     def difference(self) -> float:
@@ -155,9 +162,19 @@ class CheckReport:
     levels       -- per column, how many steps were tried (3 for a smooth f)
     kink, domain, unstable, converged -- per element: a kink found; no finite estimate at any step; a
                     mismatch that a window at smaller steps contradicts; allowed small enough to judge
-    arguments    -- the inputs, named, with their shapes
-    evaluations  -- every evaluation of f: the estimate's, the kink test's, f(x) and autograd's forward
+    arguments    -- the checked inputs, named, with their shapes (a complex `z` as `z.real` and `z.imag`; a
+                    sample's positions)
+    evaluations  -- every evaluation of f: the estimate's, the kink test's, f(x) and autograd's forward (the
+                    property checks add one forward of their own, not counted)
     seconds      -- wall time of the whole check
+    outputs      -- the differentiable outputs, named and placed among the rows
+    skipped      -- the arguments and outputs held fixed (no gradient: integers, bools, non-tensors)
+    call         -- f with its argument names, as the messages show it: "f(x, weight, bias)"
+    order        -- 1, or 2: the Jacobian of f's vector–Jacobian product (second derivatives)
+    seed         -- the seed of every random draw (a sample's elements, order 2's grad_output, the property
+                    checks' vectors)
+    tolerance    -- the caller's atol/rtol (a Tolerance whose reason says so), or None: the estimate's own
+    properties   -- the property checks beside the Jacobian (checks.core.properties), each per element
     """
 
     autograd: torch.Tensor
@@ -181,6 +198,16 @@ class CheckReport:
     evaluations: int
     seconds: float
     resolution: float
+    outputs: tuple[Argument, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+    call: str = ""
+    order: int = 1
+    seed: int | None = None
+    tolerance: Tolerance | None = None
+    properties: tuple[PropertyCheck, ...] = ()
+
+    def __repr__(self) -> str:  # the tensors stay out of a test runner's output
+        return f"<CheckReport of {self.call or 'f'}: {self.summary()}>"
 
     @property
     def input_shape(self) -> tuple[int, ...]:
@@ -195,17 +222,49 @@ class CheckReport:
     def mismatch(self) -> torch.Tensor:
         """Elements outside their allowance, away from kinks: the evidence of a wrong gradient. (An
         allowance too wide to judge a pass can still be exceeded: autograd is then wrong by even more.)"""
+        if self.tolerance is not None:
+            return self._against_tolerance[0]
         return (self.difference > self.allowed) & ~self.kink & ~self.domain & ~self.unstable
 
     @cached_property
     def inconclusive(self) -> torch.Tensor:
         """Elements the evidence cannot judge (a kink, f not finite near x, or an unconverged estimate)."""
+        if self.tolerance is not None:
+            return self._against_tolerance[1]
         exact = self.difference == 0
         return ~self.mismatch & (self.kink | self.domain | self.unstable | (~self.converged & ~exact))
 
+    @property
+    def given_allowed(self) -> torch.Tensor:
+        """Per element, what the caller's atol and rtol allow: atol + rtol·|numerical| (as allclose)."""
+        if self.tolerance is None:
+            raise CheckInputError("no atol or rtol was given to this check: its allowance is the estimate's own "
+                                  "(`allowed`)")
+        return self.tolerance.atol + self.tolerance.rtol * self.numerical.abs()
+
+    @cached_property
+    def _against_tolerance(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mismatch, inconclusive) against the caller's tolerance. The true derivative lies within the
+        estimate's allowance of it, so autograd's distance from it lies within that allowance of the
+        difference: a pass needs difference + allowance inside the tolerance, a fail difference - allowance
+        outside it; the rest is inconclusive. Exact agreement passes, as without a tolerance (an entry of 0 that
+        both find, where f_i does not depend on x_j, would otherwise need an atol). A non-finite value never
+        passes."""
+        blind = self.kink | self.domain | self.unstable
+        finite = torch.isfinite(self.autograd) & torch.isfinite(self.numerical)
+        given = self.given_allowed
+        wrong = (finite & (self.difference > given + self.allowed)) | \
+            (~torch.isfinite(self.autograd) & torch.isfinite(self.numerical))
+        mismatch = wrong & ~blind
+        inside = (self.difference + self.allowed <= given) | (self.difference == 0)
+        right = finite & inside & ~blind
+        return mismatch, ~mismatch & ~right
+
     @cached_property
     def outcome(self) -> Outcome:
-        if bool(self.mismatch.any()):
+        """"fail" where an element is outside its allowance or a property check failed; else "inconclusive"
+        where an element could not be judged; else "pass"."""
+        if bool(self.mismatch.any()) or any(check.outcome == "fail" for check in self.properties):
             return "fail"
         return "inconclusive" if bool(self.inconclusive.any()) else "pass"
 
@@ -216,6 +275,7 @@ class CheckReport:
 
     @property
     def failed(self) -> bool:
+        """Some element is wrong, or a property check failed: see outcome."""
         return self.outcome == "fail"
 
     @property
@@ -227,9 +287,11 @@ class CheckReport:
             return ""
         if self.kink[i, j] or self.domain[i, j] or self.unstable[i, j]:
             return "kink" if self.kink[i, j] else "domain" if self.domain[i, j] else "unstable"
-        return "imprecise"
+        return "tolerance" if self.tolerance is not None else "imprecise"
 
     def explain(self, reason: str) -> str:
+        """Why an element could not be judged (a key of REASONS: "kink", "domain", ...), and what would settle
+        it."""
         remedy = "check in float64" if self.dtype == "float32" else \
             "check at another point, or rescale f so that it does not vary on a scale near ε"
         return REASONS[reason].format(resolution=self.resolution, remedy=remedy)
@@ -240,14 +302,15 @@ class CheckReport:
     def elements(self) -> list[Element]:
         """The per-element report, row by row (output index, then column)."""
         mismatch, inconclusive = self.mismatch, self.inconclusive
+        allowed = self.allowed if self.tolerance is None else self.given_allowed
         rows = []
         for i in range(self.autograd.shape[0]):
             for j in range(self.autograd.shape[1]):
                 verdict = "fail" if mismatch[i, j] else "inconclusive" if inconclusive[i, j] else "pass"
                 argument = self.argument_of(j)
                 rows.append(Element(i, j, argument.name, argument.index(j), float(self.autograd[i, j]),
-                                    float(self.numerical[i, j]), float(self.error[i, j]), float(self.allowed[i, j]),
-                                    float(self.steps[i, j]), verdict, self.reason(i, j)))
+                                    float(self.numerical[i, j]), float(self.error[i, j]), float(allowed[i, j]),
+                                    float(self.steps[i, j]), verdict, self.reason(i, j), float(self.allowed[i, j])))
         return rows
 
     def frame(self):
@@ -265,52 +328,81 @@ class CheckReport:
         ])
 
     def summary(self) -> str:
+        """One line: the outcome, how many elements failed or could not be judged, mode, dtype, device."""
         total = self.autograd.numel()
         failed, unsure = int(self.mismatch.sum()), int(self.inconclusive.sum())
+        wrong = [f"{failed} of {total} elements outside their allowance"] if failed else []
+        wrong += [f"{check.name} failed" for check in self.properties if check.outcome == "fail"]
         state = {"pass": "passed",
-                 "fail": f"failed: {failed} of {total} elements outside their allowance",
+                 "fail": "failed: " + ", ".join(wrong),
                  "inconclusive": f"inconclusive: {unsure} of {total} elements could not be judged"}[self.outcome]
         if self.outcome == "fail" and unsure:
             state += f", {unsure} could not be judged"
         kinks = f", {self.kinks} at a kink" if self.kinks else ""
-        return (f"{state}{kinks} ({self.mode} mode, {self.dtype}, {self.device}, "
+        order = "second order, " if self.order == 2 else ""
+        return (f"{state}{kinks} ({order}{self.mode} mode, {self.dtype}, {self.device}, "
                 f"{self.evaluations} evaluations of f)")
 
     def output_index(self, row: int) -> tuple[int, ...]:
         """The multi-index in f's output of a Jacobian row (flat for tuple outputs)."""
         return unravel(row, self.output_shape)
 
-    def where(self, element: Element) -> str:
-        return f"input `{element.argument}`, element {element.index}, output {self.output_index(element.output)}"
+    def output_label(self, row: int) -> str:
+        """A Jacobian row as f's output and index: "output (2,)", "output 1 (0,)", "output.imag (3,)"."""
+        if not self.outputs:
+            return f"output {self.output_index(row)}"
+        output = next(o for o in reversed(self.outputs) if o.offset <= row)
+        return f"{output.name} {output.index(row)}"
 
-    def message(self, limit: int = 4) -> str:
-        """A torch.testing.assert_close-style account: what differed, where, by how much, what was allowed."""
+    def where(self, element: Element) -> str:
+        """An element named by input and index, and by output and index."""
+        return f"input `{element.argument}`, element {element.index}, {self.output_label(element.output)}"
+
+    def wrong_gradients(self) -> str:
+        """The backward that is wrong, by input: "the gradient with respect to input `b` is wrong" ("" if
+        none)."""
+        wrong = list(dict.fromkeys(self.argument_of(int(j)).name for j in self.mismatch.any(0).nonzero()[:, 0]))
+        if not wrong:
+            return ""
+        names = " and ".join(", ".join(f"`{name}`" for name in wrong).rsplit(", ", 1))
+        several = len(wrong) > 1
+        if self.order == 2:
+            return (f"the derivative{'s' * several} of the vector–Jacobian product with respect to "
+                    f"input{'s' * several} {names} {'are' if several else 'is'} wrong (f's double backward)")
+        return (f"the gradient{'s' * several} with respect to input{'s' * several} {names} "
+                f"{'are' if several else 'is'} wrong")
+
+    def message(self, limit: int = 3) -> str:
+        """A torch.testing.assert_close-style account: what differed, where, by how much, what was allowed;
+        which gradient is wrong; the worst `limit` elements."""
         total = self.autograd.numel()
-        signature = f"f({', '.join(a.name for a in self.arguments)})"
+        signature = self.call or f"f({', '.join(a.name for a in self.arguments)})"
         how = f"{self.method} ({self.mode} mode)"
         elements = self.elements()
         wrong = [e for e in elements if e.verdict == "fail"]
         unsure = [e for e in elements if e.verdict == "inconclusive"]
         head = {"fail": "are not close!", "inconclusive": "could not be judged!", "pass": "are close."}
-        lines = [f"Gradients of {signature} {head[self.outcome]} ({self.dtype}, {self.device})", ""]
+        if any(check.outcome == "fail" for check in self.properties) and not wrong:
+            head["fail"] = "are close, but a property check failed!"
+        what = "Gradients" if self.order == 1 else "Second derivatives"
+        lines = [f"{what} of {signature} {head[self.outcome]} ({self.dtype}, {self.device})"]
         if wrong:
             def relative(e: Element) -> float:
                 return e.difference / abs(e.numerical) if e.numerical else float("inf")
 
             absolute, worst_relative = max(wrong, key=lambda e: e.difference), max(wrong, key=relative)
             lines += [
-                f"Mismatched elements: {len(wrong)} / {total} ({100 * len(wrong) / total:.1f}%)",
+                f"Mismatched elements: {len(wrong)} / {total} ({100 * len(wrong) / total:.1f}%): "
+                f"{self.wrong_gradients()}",
                 f"Greatest absolute difference: {absolute.difference:.3g} at {self.where(absolute)} "
                 f"(up to {absolute.allowed:.3g} allowed)",
                 f"Greatest relative difference: {relative(worst_relative):.3g} at {self.where(worst_relative)} "
                 f"(up to {worst_relative.allowed / abs(worst_relative.numerical or 1):.3g} allowed)",
-                "Worst first (autograd vs numerical):",
             ]
-            for e in sorted(wrong, key=lambda e: -e.difference / e.allowed)[:limit]:
-                lines.append(f"  {self.where(e)}: {e.autograd:.10g} vs {e.numerical:.10g}, difference "
-                             f"{e.difference:.3g} (up to {e.allowed:.3g} allowed)")
-            if len(wrong) > limit:
-                lines.append(f"  and {len(wrong) - limit} more")
+            # The worst first; the count of the rest is in the line above.
+            for e in sorted(wrong, key=lambda e: -e.difference / e.allowed if e.allowed else -math.inf)[:limit]:
+                lines.append(f"  {self.where(e)}: autograd {e.autograd:.10g} vs numerical {e.numerical:.10g}, "
+                             f"difference {e.difference:.3g} (up to {e.allowed:.3g} allowed)")
         if unsure:
             lines.append(f"Elements not judged: {len(unsure)} / {total}")
             for reason in dict.fromkeys(e.reason for e in unsure):
@@ -318,19 +410,46 @@ class CheckReport:
                 lines.append(f"  {reason}: {self.explain(reason)}")
                 for e in mine[:limit]:
                     lines.append(f"    {self.where(e)}: autograd {e.autograd:.6g}, numerical {e.numerical:.6g} "
-                                 f"± {e.allowed:.2g}")
+                                 f"± {e.supported:.2g}")
                 if len(mine) > limit:
                     lines.append(f"    and {len(mine) - limit} more")
+        for check in self.properties:
+            lines += check.message()
+        allowed = f"{SAFETY:g} × (its error estimate + rounding)" if self.tolerance is None else \
+            (f"atol + rtol·|numerical| (atol={self.tolerance.atol:g}, rtol={self.tolerance.rtol:g}, given) beyond "
+             f"the estimate's own allowance")
+        if self.order == 2:
+            how += (" of f's vector–Jacobian product J(x)ᵀ·v, v (`grad_output`) uniform in [-1, 1] with seed "
+                    f"{self.seed}")
         lines.append(f"Autograd by {how}; numerical by Richardson-extrapolated central differences at steps "
                      f"chosen per element ({int(self.levels.max())} steps tried at most), each element allowed "
-                     f"{SAFETY:g} × (its error estimate + rounding); {self.evaluations} evaluations of f.")
+                     f"{allowed}; {self.evaluations} evaluations of f.{self._held()}")
         return "\n".join(lines)
+
+    def _held(self) -> str:
+        """What the check left out: arguments held fixed, elements not sampled ("" when nothing)."""
+        words = ""
+        if self.skipped:
+            words += f" Held fixed (no gradient): {', '.join(s.describe() for s in self.skipped)}."
+        sampled = [a for a in self.arguments if a.positions is not None]
+        if sampled:
+            words += (f" Checked a random sample (seed {self.seed}): "
+                      + ", ".join(f"{a.numel} of {a.size} elements of `{a.name}`" for a in sampled) + ".")
+        return words
 
 
 def check_jacobian(
     f: Function,
-    *inputs: torch.Tensor,
+    *inputs: object,
     mode: Mode = "reverse",
+    order: int = 1,
+    atol: float | None = None,
+    rtol: float | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    nondet_tol: float = 0.0,
+    check_undefined_grad: bool = True,
+    check_batched_grad: bool = False,
     step: float | None = None,
     safety: float = SAFETY,
     resolution: float = RESOLUTION,
@@ -339,12 +458,29 @@ def check_jacobian(
 ) -> CheckReport:
     """Compare autograd's Jacobian of f at the inputs with an adaptive Richardson estimate.
 
-    A mismatch is a report, not a raise (assert_gradients raises). f takes one tensor per input and
-    returns a tensor or a tuple of tensors; every input must be a real floating tensor of one dtype.
+    A mismatch is a report, not a raise (assert_gradients raises). f takes the inputs and returns a tensor
+    or a tuple of tensors. Real floating-point tensors (float32, float64; all checked ones of one dtype and
+    device) are checked element by element; a complex tensor by its real and imaginary parts (the
+    Wirtinger derivatives, as gradcheck checks them); integer and bool tensors and non-tensor arguments are
+    held fixed and named in the report (skipped), as are integer outputs in a tuple.
 
-    mode       -- "reverse" (plain autograd: torch.autograd.grad) or "forward" (torch.func.jacfwd); where
-                  torch.func cannot transform f (an autograd.Function without setup_context or jvp) the
-                  check falls back to reverse mode, and the report's note says why
+    mode       -- "reverse" (plain autograd: torch.autograd.grad) or "forward" (forward-mode derivatives,
+                  as gradcheck's check_forward_ad: torch.func.jacfwd, or dual numbers of
+                  torch.autograd.forward_ad where torch.func cannot transform f); where f has no forward-mode
+                  derivative at all (a custom Function without jvp) the check falls back to reverse mode,
+                  and the report's mode and note say so
+    order      -- 1 (the Jacobian), or 2: the Jacobian of the vector–Jacobian product J(x)ᵀ·v with respect to
+                  the inputs and v (random, from seed), as gradgradcheck: autograd differentiates the
+                  backward again (reverse mode: reverse-over-reverse; forward: forward-over-reverse)
+    atol, rtol -- a tolerance of your own: each element allowed atol + rtol·|numerical| (a missing one is 0).
+                  Judged against the estimate's own uncertainty, recorded beside it: a pass needs autograd
+                  within the tolerance however the estimate errs, a fail outside it; NaN never passes
+    sample     -- check this many elements of each input, drawn at random with seed (the rest held fixed)
+    seed       -- seeds every random draw (sample, order 2's v, the property checks' vectors); in the report
+    nondet_tol -- how far two backward passes over one graph may differ (the reentrancy check, as
+                  gradcheck's nondet_tol; 0: exactly equal)
+    check_undefined_grad -- check the backward with undefined (None) output gradients, as gradcheck does
+    check_batched_grad   -- check that vmap over the backward (is_grads_batched) agrees with a loop
     step       -- the relative start step h0 (default ε^(1/7)); smaller steps follow where needed
     safety     -- the allowance factor over the uncertainty
     resolution -- an element is judged only when its allowance is at most this fraction of its scale
@@ -353,39 +489,29 @@ def check_jacobian(
     """
     if mode not in MODES:
         raise CheckInputError(f"mode={mode!r} is not an autograd mode; use one of {MODES}")
-    if not callable(f):
-        raise CheckInputError(f"f must be a function of tensors, got {type(f).__name__}")
-    if not inputs:
-        raise CheckInputError("no inputs given: call check_jacobian(f, x) or check_jacobian(f, x, weight, ...)")
-    for position, x in enumerate(inputs):
-        _require_input(x, _label(position, len(inputs)))
-    if len({x.dtype for x in inputs}) > 1 or len({x.device for x in inputs}) > 1:
-        raise DtypeError("the inputs differ in dtype or device ("
-                         + ", ".join(f"{dtype_name(x.dtype)} on {x.device}" for x in inputs)
-                         + "); check them in one dtype on one device")
+    integer(order, "order (1: the Jacobian; 2: second derivatives)", minimum=1, maximum=2)
+    tolerance = _given_tolerance(atol, rtol)
+    if sample is not None:
+        integer(sample, "sample (elements checked per input)", minimum=1)
+    integer(seed, "seed", minimum=0)
+    number(nondet_tol, "nondet_tol", minimum=0)
+    flag(check_undefined_grad, "check_undefined_grad")
+    flag(check_batched_grad, "check_batched_grad")
     number(safety, "safety (a factor over the error estimate)", minimum=1)
     flag(kinks, "kinks")
     if not (isinstance(resolution, (int, float)) and 0 < resolution < 1):
         raise CheckInputError(f"resolution must be a fraction between 0 and 1, got {resolution!r}")
     start = time.perf_counter()
-    arguments = _arguments(f, inputs, names)
-    x = torch.cat([t.detach().reshape(-1) for t in inputs])
-    g = _flattened(f, arguments)
-    with torch.no_grad():
-        raw = f(*[t.detach().clone() for t in inputs])
-        value = _output(raw)
-    # Rows are named by their index in f's output; a tuple of outputs is numbered flat.
-    output_shape = tuple(raw.shape) if isinstance(raw, torch.Tensor) else tuple(value.shape)
-    if value.numel() == 0:
-        raise CheckInputError("f returned an empty output: there is no Jacobian to check")
+    first = Signature(f, inputs, names, sample=sample, seed=seed)
+    g = first if order == 1 else SecondOrder(first, seed)
+    arguments, x, value = g.arguments, g.x, g.value
     if not torch.isfinite(value).all():
-        shown = ", ".join(f"{a.name}={t.tolist()}" for a, t in zip(arguments, inputs))
-        raise NaNInputError(f"f({', '.join(a.name for a in arguments)}) is not finite at {shown}: "
-                            f"the Jacobian there is undefined")
+        raise NaNInputError(f"{g.call} is not finite at {g.shown()}: the Jacobian there is undefined")
     memory(value.numel() * x.numel() * 8, f"autograd's Jacobian of {value.numel()} outputs by {x.numel()} inputs",
-           "it is held whole in float64 beside a numerical one of the same size; check a smaller x")
+           "it is held whole in float64 beside a numerical one of the same size; check a smaller x, or "
+           "sample=k elements of each input")
     require_memory(x, "richardson")
-    jacobian, used, method, note = _autograd_jacobian(g, x, mode, value.numel())
+    jacobian, used, method, note = _autograd_jacobian(g, x, mode, value.numel(), order)
     eps, tiny = machine_epsilon(x.dtype), float(torch.finfo(x.dtype).tiny)
     # ε^(1/7), the optimum of a window of three steps (T22, truncation of order h⁶); smaller steps follow
     # where an element needs them.
@@ -419,14 +545,52 @@ def check_jacobian(
         kink &= ~domain
     evaluations = evaluate.count + 2  # plus f(x) above and autograd's own forward
     note = "; ".join(filter(None, [note, evaluate.note]))
+    properties = (unmutated(first.names, first.before, first.after),
+                  *_derivative_properties(g, used, seed, nondet_tol, check_undefined_grad, check_batched_grad))
     return CheckReport(
         autograd=jacobian, numerical=numerical, error=error, allowed=allowed, steps=steps,
         levels=torch.from_numpy(search.tried.copy()), kink=kink, domain=domain, unstable=unstable & ~domain,
         converged=converged & ~domain,
         mode=used, method=method, requested=mode, note=note, dtype=dtype_name(x.dtype), device=x.device.type,
-        arguments=arguments, output_shape=output_shape, evaluations=evaluations,
-        seconds=time.perf_counter() - start, resolution=resolution,
+        arguments=arguments, output_shape=tuple(value.shape) if len(g.outputs) > 1 else g.outputs[0].shape,
+        evaluations=evaluations, seconds=time.perf_counter() - start, resolution=resolution,
+        outputs=g.outputs, skipped=g.skipped, call=g.call, order=order, seed=seed, tolerance=tolerance,
+        properties=properties,
     )
+
+
+def _given_tolerance(atol: object, rtol: object) -> Tolerance | None:
+    """The caller's atol/rtol as a Tolerance that says whose it is; None when neither was given."""
+    if atol is None and rtol is None:
+        return None
+    atol = 0.0 if atol is None else number(atol, "atol", minimum=0)
+    rtol = 0.0 if rtol is None else number(rtol, "rtol", minimum=0)
+    if rtol >= 1:
+        raise CheckInputError(f"rtol={rtol!r} allows a difference as large as the gradient itself: a zero (or "
+                              f"sign-flipped) gradient would pass; use rtol < 1")
+    return Tolerance(rtol=rtol, atol=atol, reason=f"given by the caller (atol={atol:g}, rtol={rtol:g}); checked "
+                                                  f"against the estimate's own uncertainty")
+
+
+def _derivative_properties(g: Signature | SecondOrder, mode: Mode, seed: int, nondet_tol: float,
+                           undefined: bool, vectorized: bool) -> tuple[PropertyCheck, ...]:
+    """The property checks of the derivatives the check used: reentrancy and undefined output gradients of
+    the backward (reverse mode); undefined tangents (forward mode, first order: second order's tangents
+    enter f's backward through one flat vector); batched gradients on request (either mode)."""
+    checks = []
+    if mode == "forward":
+        if undefined and isinstance(g, Signature):
+            checks.append(undefined_tangents(g, seed))
+        if vectorized:
+            checks.append(batched_forward(g, seed))
+        return tuple(checks)
+    graph = Graph.of(g)
+    checks.append(reentrant(graph, seed, nondet_tol))
+    if undefined:
+        checks.append(undefined_gradients(graph, seed))
+    if vectorized:
+        checks.append(batched(graph, seed))
+    return tuple(checks)
 
 
 class _Search:
@@ -675,7 +839,8 @@ def _autograd_floor(jacobian: torch.Tensor, numerical: torch.Tensor, eps: float,
     return safety * eps * torch.maximum(both.amax(1, keepdim=True), both.amax(0, keepdim=True))
 
 
-def _autograd_jacobian(f: Function, x: torch.Tensor, mode: Mode, outputs: int) -> tuple[torch.Tensor, Mode, str, str]:
+def _autograd_jacobian(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, mode: Mode, outputs: int,
+                       order: int = 1) -> tuple[torch.Tensor, Mode, str, str]:
     """Autograd's Jacobian as (outputs, inputs) float64 on the CPU, the mode and the function that made it,
     and why a fallback happened ("" when none).
 
@@ -683,19 +848,22 @@ def _autograd_jacobian(f: Function, x: torch.Tensor, mode: Mode, outputs: int) -
     from torch.autograd.grad, batched over the outputs (is_grads_batched) where there are more than a few,
     one backward per output otherwise or where the backward cannot be batched. (torch.func.jacrev would
     give the same rows, but imports torch._dynamo on first use, about a second in every fresh process.)
+    Forward mode is checks.core.forward's (jacfwd, or dual numbers); for order 2, f is a vector–Jacobian
+    product that calls autograd inside, which only dual numbers can differentiate (forward-over-reverse).
     """
     note = ""
     if mode == "forward":
         try:
-            return _flat(torch.func.jacfwd(f)(x.clone()), x), mode, "torch.func.jacfwd", ""
-        # torch.func refuses autograd.Functions it cannot transform (no setup_context, no jvp) and some
-        # ops it has no batching rule for; plain autograd can still do reverse mode.
-        except (RuntimeError, NotImplementedError) as error:
-            note = f"torch.func.jacfwd could not transform f ({_first_line(error)}); reverse mode by " \
-                   f"torch.autograd.grad instead"
+            jacobian, method, note = forward_jacobian(f, x, outputs, transforms=order == 1,
+                                                      differentiable=order == 2)
+            return jacobian, mode, method, note
+        # A custom Function without jvp has no forward-mode derivative; plain autograd can still do
+        # reverse mode.
+        except NoForwardMode as error:
+            note = f"f has no forward-mode derivative: {error}; reverse mode by torch.autograd.grad instead"
     leaf = x.clone().requires_grad_(True)
     with in_place_named():
-        value = _output(f(leaf))
+        value = f(leaf)
         if not value.requires_grad:  # no output depends on x: a zero Jacobian, as autograd defines it
             return torch.zeros(outputs, x.numel(), dtype=torch.float64), "reverse", "torch.autograd.grad", note
         if outputs > FEW_OUTPUTS and outputs * outputs <= BATCHED_ROWS_LIMIT:
@@ -704,109 +872,14 @@ def _autograd_jacobian(f: Function, x: torch.Tensor, mode: Mode, outputs: int) -
                 (rows,) = torch.autograd.grad(value, leaf, seeds, retain_graph=True, is_grads_batched=True,
                                               allow_unused=True)
                 rows = torch.zeros(outputs, x.numel(), dtype=x.dtype, device=x.device) if rows is None else rows
-                return _flat(rows, x), "reverse", "torch.autograd.grad with is_grads_batched=True", note
+                return flat_jacobian(rows, x), "reverse", "torch.autograd.grad with is_grads_batched=True", note
             except (RuntimeError, NotImplementedError) as error:  # a backward vmap cannot batch
                 note = "; ".join(filter(None, [note, f"torch.autograd.grad could not batch f's backward "
-                                                     f"({_first_line(error)}); one backward per output instead"]))
+                                                     f"({first_line(error)}); one backward per output instead"]))
         rows = [torch.autograd.grad(value[i], leaf, retain_graph=i + 1 < outputs, allow_unused=True)[0]
                 for i in range(outputs)]
     rows = [torch.zeros_like(x) if row is None else row for row in rows]
-    return _flat(torch.stack(rows), x), "reverse", "torch.autograd.grad", note
-
-
-def _first_line(error: BaseException) -> str:
-    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-
-
-def _flat(jacobian: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    # torch.func gives shape (*f(x).shape, *x.shape); the estimators use (outputs, inputs).
-    return jacobian.detach().reshape(-1, x.numel()).to(torch.float64).cpu()
-
-
-def _arguments(f: Function, inputs: Sequence[torch.Tensor], names: Sequence[str] | None) -> tuple[Argument, ...]:
-    if names is None:
-        names = _parameter_names(f, len(inputs))
-    names = [str(name) for name in names]
-    if len(names) != len(inputs) or len(set(names)) != len(names):
-        raise CheckInputError(f"names={names!r}: give one distinct name per input ({len(inputs)} inputs)")
-    offsets = [0]
-    for x in inputs:
-        offsets.append(offsets[-1] + x.numel())
-    return tuple(Argument(name, tuple(x.shape), offset) for name, x, offset in zip(names, inputs, offsets))
-
-
-def _parameter_names(f: Function, count: int) -> list[str]:
-    # A custom autograd.Function is called through .apply(*args): its names are those of its forward.
-    owner = getattr(f, "__self__", None)
-    if isinstance(owner, type) and issubclass(owner, torch.autograd.Function):
-        f = owner.forward
-    try:
-        parameters = [p for p in inspect.signature(f).parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "ctx"]
-    except (TypeError, ValueError):  # builtins such as torch.sin have no inspectable signature
-        parameters = []
-    if len(parameters) >= count:
-        return [p.name for p in parameters[:count]]
-    return ["x"] if count == 1 else [f"input {k}" for k in range(count)]
-
-
-def _flattened(f: Function, arguments: tuple[Argument, ...]) -> Callable[[torch.Tensor], torch.Tensor]:
-    """f as a function of one flat vector (all inputs' elements) returning one flat real vector."""
-
-    def g(flat: torch.Tensor) -> torch.Tensor:
-        parts = [flat[a.offset:a.offset + a.numel].reshape(a.shape) for a in arguments]
-        return _output(f(*parts))
-
-    return g
-
-
-def _output(value: object) -> torch.Tensor:
-    values = value if isinstance(value, (tuple, list)) else (value,)
-    flat = []
-    for part in values:
-        if not isinstance(part, torch.Tensor):
-            raise CheckInputError(f"f returned {type(part).__name__}, not a tensor; build it from the inputs "
-                                  f"with torch ops")
-        if part.is_complex():
-            raise DtypeError("f returned a complex tensor; this checker judges real Jacobians only (a complex "
-                             "output would be checked by its real part alone, a false pass). Return "
-                             "torch.view_as_real(out) to check real and imaginary parts")
-        if not part.dtype.is_floating_point:
-            raise DtypeError(f"f returned dtype {dtype_name(part.dtype)}; only a real floating-point output has "
-                             f"a Jacobian")
-        flat.append(part.reshape(-1))
-    if not flat:
-        raise CheckInputError("f returned an empty tuple: there is no output to differentiate")
-    return flat[0] if len(flat) == 1 else torch.cat(flat)
-
-
-def _label(position: int, count: int) -> str:
-    return "x" if count == 1 else f"input {position}"
-
-
-def _require_input(x: object, label: str = "x") -> None:
-    if not isinstance(x, torch.Tensor):
-        raise CheckInputError(f"{label} must be a tensor (torch.tensor(...)), got {type(x).__name__}")
-    if x.is_complex():
-        raise DtypeError(
-            f"{label} has dtype {dtype_name(x.dtype)}: complex inputs are refused rather than checked by their "
-            f"real part alone (a false pass); pass torch.view_as_real(x) and rebuild it inside f with "
-            f"torch.view_as_complex to check real and imaginary parts as real inputs"
-        )
-    if not x.dtype.is_floating_point or x.element_size() == 1:
-        raise DtypeError(
-            f"{label} has dtype {dtype_name(x.dtype)}; a gradient check needs a real floating-point input "
-            f"(float32 or float64; float16 and bfloat16 are too coarse for a numerical Jacobian)"
-        )
-    if x.dtype in (torch.float16, torch.bfloat16):
-        raise DtypeError(
-            f"{label} has dtype {dtype_name(x.dtype)}: its ε = {machine_epsilon(x.dtype):.3g} leaves a Richardson "
-            f"estimate only two or three digits, too few to judge a gradient; check in float32 or float64"
-        )
-    if x.numel() == 0:
-        raise CheckInputError(f"{label} is empty: there is no Jacobian to check")
-    if not torch.isfinite(x).all():
-        raise NaNInputError(f"{label} contains NaN or infinity: {x.tolist()}")
+    return flat_jacobian(torch.stack(rows), x), "reverse", "torch.autograd.grad", note
 
 
 class GradientMismatchError(AssertionError):
@@ -819,42 +892,61 @@ class InconclusiveGradientError(AssertionError):
     per element, and what would settle it."""
 
 
-def assert_gradients(f: Function, *inputs: torch.Tensor, **options) -> CheckReport:
+def assert_gradients(f: Function, *inputs: object, **options) -> CheckReport:
     """Raise unless autograd's Jacobian of f at the inputs agrees with the numerical one: for test suites.
 
-    GradientMismatchError (an AssertionError) names each mismatched element by input and index, with both
-    values, the difference and the allowance; InconclusiveGradientError (also an AssertionError) says which
-    elements could not be judged and why. Options as for check_jacobian. Returns the report on a pass.
+    GradientMismatchError (an AssertionError) names the gradient that is wrong ("the gradient with respect
+    to input `b`") and each mismatched element by input and index, with both values, the difference and the
+    allowance; InconclusiveGradientError (also an AssertionError) says which elements could not be judged
+    and why. Options as for check_jacobian (atol=, rtol=, mode=, order=, sample=, ...). Returns the report
+    on a pass.
     """
+    __tracebackhide__ = True  # pytest shows the message, not this frame
     return _raise_unless_passed(check_jacobian(f, *inputs, **options))
 
 
-def check_module(module: torch.nn.Module, loss: Callable[[torch.Tensor], torch.Tensor], *args: torch.Tensor,
-                 **options) -> CheckReport:
+def check_module(module: torch.nn.Module, loss: Callable[[torch.Tensor], torch.Tensor], *args: object,
+                 inputs: bool = True, **options) -> CheckReport:
     """check_jacobian of loss(module(*args)) with respect to the module's trainable parameters, each named
-    as in module.named_parameters() ("0.weight"); args are held fixed. Options as for check_jacobian."""
+    as in module.named_parameters() ("0.weight"), and to its floating-point inputs, each named as in the
+    module's forward ("x"); integer inputs (token indices) and non-tensors are held fixed and named.
+
+    inputs  -- False: check the parameters alone, every arg held fixed
+    options -- as for check_jacobian
+    """
     if not isinstance(module, torch.nn.Module):
         raise CheckInputError(f"module must be a torch.nn.Module, got {type(module).__name__}")
     if not callable(loss):
         raise CheckInputError(f"loss must be a function of the module's output, got {type(loss).__name__}")
+    flag(inputs, "inputs (check the gradient with respect to the module's inputs too)")
     named = [(name, parameter) for name, parameter in module.named_parameters() if parameter.requires_grad]
-    if not named:
-        raise CheckInputError(f"{type(module).__name__} has no parameters that require grad: nothing to check")
+    checked_args = args if inputs else ()
+    if not named and not any(isinstance(a, torch.Tensor) and a.dtype.is_floating_point for a in checked_args):
+        raise CheckInputError(f"{type(module).__name__} has no parameters that require grad"
+                              + (" and no floating-point input" if inputs else " (and inputs=False)")
+                              + ": nothing to check")
     names = [name for name, _ in named]
+    arg_names = parameter_names(module.forward, len(checked_args)) if checked_args else []
+    if set(arg_names) & set(names) or len(set(arg_names)) != len(arg_names):
+        arg_names = [f"input {k}" for k in range(len(checked_args))]
 
-    def f(*parameters: torch.Tensor) -> torch.Tensor:
-        return loss(torch.func.functional_call(module, dict(zip(names, parameters)), args))
+    def f(*values: object) -> torch.Tensor:
+        parameters, given = values[:len(names)], values[len(names):]
+        return loss(torch.func.functional_call(module, dict(zip(names, parameters)), tuple(given) or args))
 
-    return check_jacobian(f, *[parameter.detach() for _, parameter in named], names=names, **options)
+    return check_jacobian(f, *[parameter.detach() for _, parameter in named], *checked_args,
+                          names=[*names, *arg_names], **options)
 
 
 def assert_module_gradients(module: torch.nn.Module, loss: Callable[[torch.Tensor], torch.Tensor],
-                            *args: torch.Tensor, **options) -> CheckReport:
-    """assert_gradients for a module's parameters: check_module, raising as assert_gradients does."""
+                            *args: object, **options) -> CheckReport:
+    """assert_gradients for a module's parameters and inputs: check_module, raising as assert_gradients does."""
+    __tracebackhide__ = True
     return _raise_unless_passed(check_module(module, loss, *args, **options))
 
 
 def _raise_unless_passed(report: CheckReport) -> CheckReport:
+    __tracebackhide__ = True
     if report.outcome == "fail":
         raise GradientMismatchError(report.message())
     if report.outcome == "inconclusive":
