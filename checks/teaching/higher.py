@@ -16,13 +16,14 @@ import torch
 from torch.autograd.gradcheck import GradcheckError
 
 from ..core.checker import check_jacobian
-from ..core.compare import compare
+from ..core.compare import compare, detectable
 from ..core.dtypes import dtype_name
 from ..core.errors import CheckInputError, NonScalarOutputError, ShapeMismatchError
 from ..core.numerical import Estimate, estimate_jacobian
 from ..core.tolerances import Tolerance, default_tolerance, estimate_tolerance
 from .environment import device_name, environment
 from .expectations import reference_input
+from .planning import weak_reasons
 from .records import Provenance, Record
 from .source import source_of
 
@@ -153,11 +154,13 @@ def matrix_record(
     tolerance: Tolerance | None = None,
     expected_failure: bool = False,
     label: str | None = None,
+    weak: str | None = None,
 ) -> Record:
     """Run one way of obtaining the matrix on device and dtype and record it against the analytical one.
 
     tolerance -- None: torch.testing's default for autograd's ways; for the Richardson estimate, the one
     its own error estimate supports (estimate_tolerance).
+    weak -- why a coarse allowance is acceptable here, for a check shown weak on purpose (as for checks.plan).
     """
     reference = reference_input(x)
     expected = expectation.expected(reference)
@@ -176,9 +179,11 @@ def matrix_record(
             raise ShapeMismatchError(f"{WAY_WORDS[way]} gave shape {tuple(observed.shape)}; the analytical "
                                      f"{expectation.matrix!r} has shape {tuple(expected.shape)}")
     name = dtype_name(resolved)
+    reason = weak_reasons(weak, [name])[name]
     if tolerance is None:
         tolerance = estimate_tolerance(estimate) if estimate is not None else default_tolerance(name)
     comparison = None if observed is None else compare(observed, expected, tolerance)
+    caught = detectable(expected, tolerance)  # what the allowance could catch, compared or not
     what = "Hessian" if expectation.order == 2 else "Jacobian"
     summary = estimate.summary() if estimate is not None else {}
     return Record(
@@ -197,6 +202,9 @@ def matrix_record(
         **({} if comparison is None else {"abs_error": comparison.abs_error, "rel_error": comparison.rel_error,
                                           "worst_index": list(comparison.worst_index),
                                           "mismatched": comparison.mismatched}),
+        detectable_relative_error=caught.relative_error,
+        detectable_index=None if caught.index is None else list(caught.index),
+        weak_reason=reason,
         tolerance=tolerance.to_dict(),
         verdict="pass" if comparison is not None and comparison.passed else "fail",
         expected_failure=expected_failure,
