@@ -7,6 +7,7 @@ import os
 import posixpath
 import re
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -133,6 +134,25 @@ def test_the_pages_workflow_publishes_the_notebooks_to_the_branch_the_buttons_na
     assert names.index("Publish the chapter notebooks") > names.index("Verify the ledger")
 
 
+def venv_seeing_this_environment(venv: Path) -> Path:
+    """A fresh virtual environment, without pip of its own, whose Python sees the packages of the one
+    running the tests (torch and the rest, not downloaded again); its python.
+
+    `python -m venv --system-site-packages` would not do: run from inside a virtual environment, it sees the
+    base interpreter's packages, not this environment's. So this environment's site-packages folders are
+    named in a .pth file of the new one, as plain paths: their own .pth files (among them the editable
+    install of checks) are not run. pip, found there, installs into the new environment.
+    """
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    folders = site.getsitepackages() + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
+    seen = [path for path in sys.path if path in folders and Path(path).is_dir()]
+    (Path(purelib) / "outer-environment.pth").write_text("".join(f"{path}\n" for path in seen), encoding="utf-8")
+    return python
+
+
 # Run by the fresh environment's Python: execute one notebook top to bottom, then say where `checks` came from.
 EXECUTE = """
 import sys
@@ -151,9 +171,7 @@ def test_every_notebook_runs_outside_the_checkout_after_pip_install(book_html: P
     of a copy of the package (not editable), then each chapter's published notebook executed with
     nbclient in a folder outside the checkout, where only the installed package can be imported."""
     venv = tmp_path / "venv"
-    # Without pip of its own: the system's pip, run by the venv's Python, installs into the venv.
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
+    python = str(venv_seeing_this_environment(venv))
     package = tmp_path / "package"  # a copy, so that building the wheel leaves nothing in the checkout
     shutil.copytree(ROOT / "checks", package / "checks", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
@@ -213,19 +231,13 @@ def test_the_install_cell_installs_checks_where_it_is_missing(book_html: Path, t
     """The notebook's install cell, run where `checks` cannot be imported, installs it from a git URL
     and the same kernel imports it next. The repository URL is swapped for this checkout's commit (no
     network here); the cell is otherwise run as published."""
-    import sysconfig
-
     head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT)
     if head.returncode != 0:
         pytest.skip(f"not a git checkout: the install cell installs from a git URL ({head.stderr.strip()})")
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-    # The system's torch, pip and the rest as a plain path: the .pth files there (among them the editable
-    # install of checks) are not run, so `checks` is missing, as on Colab.
-    (Path(purelib) / "system.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    # The editable install of checks is one of the .pth files the fresh environment does not run, so
+    # `checks` is missing there, as on Colab.
+    python = venv_seeing_this_environment(venv)
     install = published(book_html, CHAPTERS[0]).cells[1].source
     requirement = f"gradient-checks @ git+{REPOSITORY}@{CONFIG['repository']['branch']}"
     assert requirement in install
