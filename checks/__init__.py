@@ -5,6 +5,7 @@ Data flows one way: an Expectation is written first -> plan() lays out the check
 passes on one leaf: checks.run_script) -> Records -> tables on the page, and the ledger.
 """
 
+from .cache import cached
 from .checker import (
     CheckReport,
     Element,
@@ -62,6 +63,7 @@ __all__ = [
     "assert_gradients",
     "assert_module_gradients",
     "available_devices",
+    "cached",
     "captured",
     "check_jacobian",
     "check_module",

@@ -56,10 +56,12 @@ from sphinx.util.fileutil import copy_asset
 
 from . import fingerprint as build_fingerprint
 from . import ledger, parallel
+from .cache import CACHE_VARIABLE, SOURCE_VARIABLE
 from .records import PROBLEMS, RECORDS_VARIABLE, Record, read_collected
 
 PACKAGE = Path(__file__).resolve().parent
 RECORDS_FOLDER = "checks-records"
+CACHE_FOLDER = ".checks-cache"
 logger = logging.getLogger(__name__)
 
 
@@ -69,8 +71,12 @@ def records_path(doctreedir: str | os.PathLike[str], docname: str) -> Path:
 
 
 def kernel_environment(app: Sphinx, docname: str) -> dict[str, str]:
-    """The environment variable a kernel executing docname needs so that its checks reach the ledger."""
-    return {RECORDS_VARIABLE: str(records_path(app.doctreedir, docname))}
+    """The environment variables a kernel executing docname needs: the file its checks reach the ledger
+    through, and for checks.cached, the chapter's source and the cache folder (CHECKS_CACHE if set, else
+    .checks-cache in the book's source folder, which outlives the build folder)."""
+    return {RECORDS_VARIABLE: str(records_path(app.doctreedir, docname)),
+            SOURCE_VARIABLE: str(Path(app.env.doc2path(docname)).resolve()),
+            CACHE_VARIABLE: os.environ.get(CACHE_VARIABLE) or str(Path(app.srcdir, CACHE_FOLDER))}
 
 
 def _set_fingerprint(app: Sphinx, config: Config) -> None:
@@ -141,6 +147,7 @@ def _collect(app: Sphinx, doctree: nodes.document) -> None:
     """Keep every record the chapter's kernel executed (the last one per id), displayed or not."""
     docname = app.env.docname
     os.environ.pop(RECORDS_VARIABLE, None)
+    os.environ.pop(SOURCE_VARIABLE, None)
     path = records_path(app.doctreedir, docname)
     records = read_collected(path)
     path.unlink(missing_ok=True)
