@@ -8,9 +8,10 @@ built twice, one chapter after another (CHECKS_BUILD_PROCESSES=1) and several at
 default, one kernel per core): the parallel floor is what the book's own build is held to. The book is built
 clean twice: with its cache folder (checks.cached, .checks-cache) emptied first, then again, reading back
 what the first stored, as a contributor's clean build does. It prints both clean builds and both floors (the
-fastest of N clean builds each, alternated), the clean builds' ratios to the floors, the no-change rebuild, the rebuilds after editing one chapter and after editing `checks` (with how many chapters
-each executed), the clean build's execution time per chapter, and the load average, since the machine may be
-shared. Timings are printed, never asserted.
+fastest of N clean builds each, alternated), the clean builds' ratios to the floors, the no-change rebuild,
+the rebuilds after editing one chapter and after editing `checks` (with how many chapters each executed),
+the clean build's execution time per chapter, and the load average, since the machine may be shared.
+Timings are printed, never asserted.
 """
 
 from __future__ import annotations
