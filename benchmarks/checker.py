@@ -4,7 +4,7 @@
 
 For each dtype and checker: false alarms on the correct ops, detections of the mutants, inconclusive checks
 (this checker's third outcome), the smallest δ caught in every scaled base, evaluations of f and wall time
-over the suite. checks.sensitivity.evaluate runs each checker once before timing, so no checker is charged
+over the suite. checks.teaching.sensitivity.evaluate runs each checker once before timing, so no checker is charged
 another's one-time set-up. Timings depend on the machine; read them as ratios.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from checks.mutants import suite
-from checks.sensitivity import evaluate, summary
+from checks.teaching.mutants import suite
+from checks.teaching.sensitivity import evaluate, summary
 
 
 def main() -> None:

@@ -26,8 +26,8 @@ import numpy as np
 import sympy
 import torch
 
-from checks.checker import check_jacobian
-from checks.numerical import METHODS, estimate_gradient
+from checks.core.checker import check_jacobian
+from checks.core.numerical import METHODS, estimate_gradient
 
 SYMBOL = sympy.Symbol("x")
 # (name, sympy expression, point): smooth at the point, but near where f is singular, steep or oscillating.

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
-from checks.checker import check_jacobian
+from checks.core.checker import check_jacobian
 
 MAX_ELEMENTS = 40
 # Real imprecisions in PyTorch found by this benchmark (see book/how-good-is-a-check.md): not false alarms.

@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import ledger
-from .errors import CheckInputError
+from .build import ledger
+from .core.errors import CheckInputError
 
 DEFAULT_SITE = "_build/html"
 

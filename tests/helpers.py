@@ -12,7 +12,7 @@ from pathlib import Path
 from bs4 import BeautifulSoup
 
 import checks.__main__
-from checks.display import HEADINGS, RECORDS_MIME
+from checks.teaching.display import HEADINGS, RECORDS_MIME
 
 
 def page(book_html: Path, name: str) -> BeautifulSoup:
@@ -23,7 +23,7 @@ def tables(soup: BeautifulSoup) -> list[list[dict[str, str]]]:
     """Every check table on the page as rows of {field's heading: text}, from the fields' data-field marks.
 
     A table folds fields into shared cells (shape · dtype · device) and under the check's name; each field
-    is marked with its key, read back under its old heading (checks.display.HEADINGS). A folded vector
+    is marked with its key, read back under its old heading (checks.teaching.display.HEADINGS). A folded vector
     reads as the whole value.
     """
     found = []

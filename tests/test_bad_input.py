@@ -356,7 +356,23 @@ CASES: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("plan f that works in place", lambda: checks.plan(checks.Expectation(
         "(2x)^2", lambda x: (x.mul_(2) ** 2).sum(), "8x", lambda x: 8 * x, "chain rule"), [1.0, 2.0],
         devices="cpu").run(), E, "in place"),
-    ("check_jacobian f that works in place", check_jacobian(f=lambda x: x.mul_(2) ** 2), E, "in place"),
+    ("check_jacobian atol negative", check_jacobian(atol=-1e-6), E, "atol"),
+    ("check_jacobian atol True", check_jacobian(atol=True), E, "atol"),
+    ("check_jacobian atol infinite", check_jacobian(atol=float("inf")), E, "atol"),
+    ("check_jacobian rtol 1", check_jacobian(rtol=1.0), E, "rtol"),
+    ("check_jacobian rtol a string", check_jacobian(rtol="1e-3"), E, "rtol"),
+    ("check_jacobian order 3", check_jacobian(order=3), E, "order"),
+    ("check_jacobian order a float", check_jacobian(order=2.0), E, "order"),
+    ("check_jacobian sample 0", check_jacobian(sample=0), E, "sample"),
+    ("check_jacobian sample a fraction", check_jacobian(sample=0.5), E, "sample"),
+    ("check_jacobian seed negative", check_jacobian(seed=-1), E, "seed"),
+    ("check_jacobian nondet_tol negative", check_jacobian(nondet_tol=-1e-9), E, "nondet_tol"),
+    ("check_jacobian check_batched_grad 'yes'", check_jacobian(check_batched_grad="yes"), E, "check_batched_grad"),
+    ("check_jacobian check_undefined_grad 1", check_jacobian(check_undefined_grad=1), E, "check_undefined_grad"),
+    ("check_jacobian outputs change type", check_jacobian(
+        f=lambda x: x if bool(x.sum() == 3.0) else x.long()), E, "keep their types"),
+    ("check_module inputs 'no'", lambda: checks.check_module(
+        torch.nn.Linear(1, 1).double(), lambda y: y.sum(), vector(1.0), inputs="no"), E, "inputs"),
     # Records.
     ("Record.from_dict empty", lambda: checks.Record.from_dict({}), E, "check"),
     ("Record.from_dict not a dict", lambda: checks.Record.from_dict("a record"), E, "dictionary"),
@@ -461,7 +477,7 @@ def test_a_true_zero_gradient_estimated_numerically_still_passes() -> None:
 
 
 def test_an_allowance_that_would_accept_a_wrong_zero_is_named() -> None:
-    from checks.execute import _undiscriminating
+    from checks.teaching.execute import _undiscriminating
 
     wide = checks.default_tolerance("bfloat16").changed(atol=0.6, reason="as wide as a coarse estimate's")
     # Expected 0, estimated 0.52: beyond the estimate's own error (allowance / 10), within the allowance.

@@ -17,10 +17,10 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from bs4 import BeautifulSoup
 
-from .helpers import embedded_records, page as read_page
-from .toc import LEDGER, toc_chapters, toc_files
-
 from .browser import PHONE, _open, built_pages
+from .helpers import embedded_records
+from .helpers import page as read_page
+from .toc import LEDGER, toc_chapters, toc_files
 
 
 @dataclass(frozen=True)
@@ -403,10 +403,10 @@ def test_the_text_of_every_table_and_failure_record_has_enough_contrast_in_both_
 
 
 def _smallest_text(book_html: Path, src: str) -> tuple[float, float] | None:
-    """(points, dpi) of a figure's smallest text, as checks.figures records it in the PNG; None if not."""
+    """(points, dpi) of a figure's smallest text, as checks.teaching.figures records it in the PNG; None if not."""
     from PIL import Image
 
-    from checks.figures import TEXT_SIZE_KEY, recorded_text_size
+    from checks.teaching.figures import TEXT_SIZE_KEY, recorded_text_size
 
     with Image.open(book_html / unquote(urlsplit(src).path).lstrip("/")) as image:
         recorded = getattr(image, "text", {}).get(TEXT_SIZE_KEY)
@@ -422,7 +422,7 @@ def test_every_figure_s_text_is_as_large_as_the_caption_on_a_phone(views, book_h
             recorded = _smallest_text(book_html, figure["src"])
             if recorded is None:
                 small.setdefault(name, []).append(f"{figure['src']}: text size not recorded (draw it after "
-                                                  "checks.figures.use())")
+                                                  "checks.teaching.figures.use())")
                 continue
             points, dpi = recorded
             rendered = points * dpi / 72 * figure["rendered"] / figure["natural"]

@@ -11,11 +11,11 @@ import pytest
 import torch
 
 import checks
-from checks.precision import GRADCHECK_DEFAULTS, Sweep, error_plot
-from checks.tolerances import NUMERICAL_SAFETY
+from checks.core.tolerances import NUMERICAL_SAFETY
+from checks.teaching.precision import GRADCHECK_DEFAULTS, Sweep, error_plot
 
-from .helpers import embedded_records, main_text, page, table_of_class, without_exercises
 from .browser import PHONE, _open
+from .helpers import embedded_records, main_text, page, table_of_class, without_exercises
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 
@@ -156,7 +156,7 @@ def test_precision_figure_text_is_caption_size_on_a_phone(book_html: Path, site:
 
     from PIL import Image
 
-    from checks.figures import TEXT_SIZE_KEY, recorded_text_size
+    from checks.teaching.figures import TEXT_SIZE_KEY, recorded_text_size
 
     tab.set_viewport_size(PHONE)
     _open(tab, book_html, site, "book/precision.html")

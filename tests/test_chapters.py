@@ -29,7 +29,7 @@ def test_every_toc_chapter_is_built_and_executed(book_html: Path, chapter: str) 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_toc_chapter_contributes_executed_checks(book_html: Path, chapter: str) -> None:
     records = embedded_records(page(book_html, f"{chapter}.html"))
-    assert records, f"{chapter} shows no check (no records embedded by checks.display.records_html)"
+    assert records, f"{chapter} shows no check (no records embedded by checks.teaching.display.records_html)"
     assert all(record["executed"] and record["verdict"] in ("pass", "fail") for record in records)
 
 

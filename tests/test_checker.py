@@ -1,4 +1,4 @@
-"""Unit tests of checks.checker (and the mutant suite and higher-derivative helpers it is judged with)."""
+"""Unit tests of checks.core.checker (and the mutant suite and higher-derivative helpers it is judged with)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,16 @@ import pytest
 import torch
 
 import checks
-from checks.checker import check_jacobian
-from checks.errors import CheckInputError, DtypeError, NaNInputError, ShapeMismatchError
-from checks.higher import (SECOND_DERIVATIVE_CHECKS, AnalyticalMatrix, matrix_record, run_torch_check,
-                           second_derivative_checks)
-from checks.mutants import SCALED_BASES, correct_cases, mutant, structural_cases
+from checks.core.checker import check_jacobian
+from checks.core.errors import CheckInputError, DtypeError, NaNInputError, ShapeMismatchError
+from checks.teaching.higher import (
+    SECOND_DERIVATIVE_CHECKS,
+    AnalyticalMatrix,
+    matrix_record,
+    run_torch_check,
+    second_derivative_checks,
+)
+from checks.teaching.mutants import SCALED_BASES, correct_cases, mutant, structural_cases
 
 X = (0.3, -0.7, 1.1, 0.5)
 

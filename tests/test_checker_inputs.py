@@ -7,7 +7,7 @@ import torch
 
 import checks
 from checks import GradientMismatchError, InconclusiveGradientError, assert_gradients, check_jacobian, check_module
-from checks.errors import CheckInputError, DtypeError
+from checks.core.errors import CheckInputError, DtypeError
 
 
 class Affine(torch.autograd.Function):
@@ -93,7 +93,11 @@ def test_module_parameters_are_checked_by_name(dtype: torch.dtype) -> None:
     x = torch.randn(5, 4, dtype=dtype)
     report = check_module(model, lambda y: (y ** 2).mean(), x)
     assert report.passed, report.message()
-    assert [a.name for a in report.arguments] == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    # The parameters by their names, and the input by the name Sequential.forward gives it.
+    assert [a.name for a in report.arguments] == ["0.weight", "0.bias", "2.weight", "2.bias", "input"]
+    assert report.autograd.shape == (1, 12 + 3 + 3 + 1 + 20)
     assert checks.assert_module_gradients(model, lambda y: (y ** 2).mean(), x).passed
+    alone = check_module(model, lambda y: (y ** 2).mean(), x, inputs=False)
+    assert alone.passed and [a.name for a in alone.arguments] == ["0.weight", "0.bias", "2.weight", "2.bias"]
     with pytest.raises(CheckInputError, match="nn.Module"):
         check_module(lambda t: t, lambda y: y.sum(), x)

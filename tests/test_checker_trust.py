@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from checks.checker import check_jacobian
-from checks.mutants import mutant
+from checks.core.checker import check_jacobian
+from checks.teaching.mutants import mutant
 
 F64, F32 = torch.float64, torch.float32
 X = (0.3, -0.7, 1.1, 0.5)
@@ -129,18 +129,19 @@ def test_subnormal_results_have_a_floor() -> None:
     assert report.outcome != "fail", report.message()
 
 
-def test_complex_inputs_and_outputs_are_refused_not_checked_by_their_real_part() -> None:
-    from checks.errors import DtypeError
-
-    with pytest.raises(DtypeError, match="complex"):
-        check_jacobian(torch.sin, torch.tensor([1.0 + 1j], dtype=torch.complex128))
-    with pytest.raises(DtypeError, match="view_as_real"):
-        check_jacobian(lambda x: x * 1j, torch.tensor([1.0], dtype=F64))
+def test_complex_inputs_and_outputs_are_checked_by_both_parts_not_by_the_real_part_alone() -> None:
+    # Real and imaginary parts are columns (inputs) and rows (outputs) of the Jacobian: nothing is dropped.
+    # (tests/test_checker_complex.py: a backward wrong in the imaginary parts alone fails.)
+    report = check_jacobian(torch.sin, torch.tensor([1.0 + 1j], dtype=torch.complex128))
+    assert report.outcome == "pass" and [a.name for a in report.arguments] == ["x.real", "x.imag"]
+    assert [o.name for o in report.outputs] == ["output.real", "output.imag"]
+    imaginary = check_jacobian(lambda x: x * 1j, torch.tensor([1.0], dtype=F64))
+    assert imaginary.outcome == "pass" and imaginary.autograd.tolist() == [[0.0], [1.0]]
 
 
 def test_a_planned_complex_check_is_refused_not_recorded_by_its_real_part() -> None:
     import checks
-    from checks.errors import DtypeError
+    from checks.core.errors import DtypeError
 
     square = checks.Expectation("x²", lambda x: (x**2).sum(), "2x", lambda x: 2 * x, "power rule")
     with pytest.raises(DtypeError, match="complex"):
@@ -148,7 +149,7 @@ def test_a_planned_complex_check_is_refused_not_recorded_by_its_real_part() -> N
 
 
 def test_bad_options_get_clear_errors() -> None:
-    from checks.errors import CheckInputError
+    from checks.core.errors import CheckInputError
 
     x = torch.tensor([0.5], dtype=F64)
     with pytest.raises(CheckInputError, match="step must be a positive finite number"):

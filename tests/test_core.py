@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import checks
-from checks.compare import compare
-from checks.observe import observe_returned, observe_stored
+from checks.core.compare import compare
+from checks.teaching.observe import observe_returned, observe_stored
 
 SQUARE = checks.Expectation("x*x", lambda x: x * x, "2*x", lambda x: 2 * x, "power rule")
 VECTOR_SUM = checks.Expectation("x.sum()", lambda x: x.sum(), "ones_like(x)", torch.ones_like, "sum rule")

@@ -8,7 +8,7 @@ import torch
 from bs4 import BeautifulSoup
 
 import checks
-from checks.display import ENDS, LISTED_MISMATCHES, environment_items, records_html
+from checks.teaching.display import ENDS, LISTED_MISMATCHES, environment_items, records_html
 
 from .helpers import tables
 
@@ -51,7 +51,7 @@ def test_a_long_vector_is_folded_with_its_ends_its_count_and_its_mismatches_by_i
 
 
 def test_the_rest_of_a_record_is_folded_under_its_check() -> None:
-    soup = BeautifulSoup(records_html([failed_record()], (*checks.display.COLUMNS, *checks.display.NUMERICAL_COLUMNS)),
+    soup = BeautifulSoup(records_html([failed_record()], (*checks.teaching.display.COLUMNS, *checks.teaching.display.NUMERICAL_COLUMNS)),
                          "html.parser")
     more = soup.select_one("td.checks-check details.checks-more")
     assert more is not None and "open" not in more.attrs

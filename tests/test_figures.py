@@ -1,4 +1,4 @@
-"""checks.figures: the shared style, and the text size each figure records for the browser tests."""
+"""checks.teaching.figures: the shared style, and the text size each figure records for the browser tests."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ matplotlib.use("agg")
 import matplotlib.pyplot as plt  # noqa: E402 (after choosing the backend)
 from PIL import Image  # noqa: E402
 
-from checks import figures  # noqa: E402
+from checks.teaching import figures  # noqa: E402
 
 PHONE_COLUMN_PX = 342  # the text column at 390 px, measured in chromium
 CAPTION_PX = 16  # a figure caption's text there

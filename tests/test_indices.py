@@ -1,4 +1,4 @@
-"""checks.indices.unravel: torch.unravel_index's answer, without the sympy import torch's version costs."""
+"""checks.core.indices.unravel: torch.unravel_index's answer, without the sympy import torch's version costs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 
-from checks.indices import unravel
+from checks.core.indices import unravel
 
 from .conftest import ROOT
 
@@ -29,7 +29,7 @@ def test_a_failing_check_does_not_import_sympy() -> None:
     # A fresh process: this one imported sympy long ago. The record names its worst element, and the folded
     # form of a long input lists the worst elements by index.
     program = ("import sys, checks\n"
-               "from checks.records import FOLD_LIMIT\n"
+               "from checks.teaching.records import FOLD_LIMIT\n"
                "wrong = checks.Expectation('(x*x).sum()', lambda x: (x * x).sum(), '3*x', lambda x: 3 * x, 'a slip')\n"
                "record = checks.plan(wrong, [float(i) for i in range(FOLD_LIMIT + 1)]).run().one()\n"
                "assert not record.passed and record.worst_index == [FOLD_LIMIT]\n"

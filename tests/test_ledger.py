@@ -12,10 +12,10 @@ import torch
 from bs4 import BeautifulSoup
 
 import checks
-from checks import ledger
 from checks.__main__ import main
-from checks.display import records_html
-from checks.fingerprint import components
+from checks.build import ledger
+from checks.build.fingerprint import components
+from checks.teaching.display import records_html
 
 SQUARE = checks.Expectation("x*x", lambda x: x * x, "2*x", lambda x: 2 * x, "power rule")
 WRONG = checks.Expectation("x*x", lambda x: x * x, "3*x", lambda x: 3 * x, "a wrong rule, on purpose")
@@ -258,7 +258,7 @@ def test_python_dash_m_checks_runs_as_a_module(tmp_path: Path) -> None:
 
 def test_code_without_python_source_is_named_stably() -> None:
     # A repr carries a memory address that changes from kernel to kernel: two builds would differ.
-    from checks.plan import source_code
+    from checks.teaching.source import source_code
 
     code = source_code(checks.Expectation("exp(x).sum()", lambda x: torch.exp(x).sum(), "exp(x)", torch.exp,
                                           "d/dx eˣ = eˣ"))
@@ -267,7 +267,7 @@ def test_code_without_python_source_is_named_stably() -> None:
 
 
 def test_each_lambda_shows_its_own_expression_when_several_share_a_line() -> None:
-    from checks.plan import source_code
+    from checks.teaching.source import source_code
 
     code = source_code(checks.Expectation(function="3*x**2", f=lambda x: 3 * x**2, gradient="6*x", df=lambda x: 6 * x,
                                           source="power rule"))
@@ -279,7 +279,7 @@ def test_every_executed_record_is_collected_when_constructed_and_loaded_ones_are
 ) -> None:
     from dataclasses import replace
 
-    from checks.records import RECORDS_VARIABLE, collected, read_collected
+    from checks.teaching.records import RECORDS_VARIABLE, collected, read_collected
 
     target = tmp_path / "chapter.jsonl"
     monkeypatch.setenv(RECORDS_VARIABLE, str(target))
@@ -296,7 +296,7 @@ def test_every_executed_record_is_collected_when_constructed_and_loaded_ones_are
 
 
 def test_a_record_file_cut_short_is_an_error_not_a_lost_record(tmp_path: Path) -> None:
-    from checks.records import read_collected
+    from checks.teaching.records import read_collected
 
     target = tmp_path / "chapter.jsonl"
     target.write_text(run(SQUARE).to_json() + "\n" + run(WRONG).to_json()[:40])

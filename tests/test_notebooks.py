@@ -18,7 +18,7 @@ import pytest
 import yaml
 from myst_nb.core.read import read_myst_markdown_notebook
 
-from checks.notebooks import INSTALL_TAG, NOTEBOOKS_FOLDER
+from checks.build.notebooks import CHAPTER_EXTRA, INSTALL_TAG, NOTEBOOKS_FOLDER
 
 from .helpers import page
 from .toc import ROOT, toc_chapters
@@ -63,7 +63,7 @@ def test_each_chapter_is_published_as_its_executed_notebook(book_html: Path, cha
 
 def test_the_install_cell_installs_from_the_configured_repository(book_html: Path) -> None:
     note, code = published(book_html, CHAPTERS[0]).cells[:2]
-    requirement = f"gradient-checks @ git+{REPOSITORY}@{CONFIG['repository']['branch']}"
+    requirement = f"gradient-checks[{CHAPTER_EXTRA}] @ git+{REPOSITORY}@{CONFIG['repository']['branch']}"
     assert requirement in note.source and "does nothing" in note.source
     assert f'"{requirement}"' in code.source and 'importlib.util.find_spec("checks") is None' in code.source
     # The package name it installs is the one pyproject.toml builds.
@@ -120,7 +120,7 @@ def test_binder_installs_the_package_and_the_torch_that_built_the_book(book_html
 
     requirements = (book_html.parent / NOTEBOOKS_FOLDER / "requirements.txt").read_text(encoding="utf-8").splitlines()
     assert f"torch=={torch.__version__.split('+')[0]}" in requirements
-    assert f"gradient-checks @ git+{REPOSITORY}@{CONFIG['repository']['branch']}" in requirements
+    assert f"gradient-checks[{CHAPTER_EXTRA}] @ git+{REPOSITORY}@{CONFIG['repository']['branch']}" in requirements
 
 
 def test_the_pages_workflow_publishes_the_notebooks_to_the_branch_the_buttons_name() -> None:
@@ -197,7 +197,8 @@ def test_every_notebook_runs_outside_the_checkout_after_pip_install(book_html: P
 
 
 def test_the_package_declares_every_distribution_the_chapters_import() -> None:
-    """`pip install` of the package alone must bring what the chapters' code imports (outside the stdlib)."""
+    """`pip install` of the package with the chapters' extra must bring what their code imports (outside the
+    stdlib)."""
     import ast as python_ast
     import importlib.metadata
     import tomllib
@@ -205,7 +206,16 @@ def test_the_package_declares_every_distribution_the_chapters_import() -> None:
     from packaging.requirements import Requirement
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    declared = {Requirement(line).name.lower() for line in project["dependencies"]} | {project["name"]}
+    declared, extras = {project["name"]}, [CHAPTER_EXTRA]
+    requirements = list(project["dependencies"])
+    while extras:  # an extra may name another of the package's own extras (gradient-checks[notebook])
+        for line in project["optional-dependencies"][extras.pop()]:
+            requirement = Requirement(line)
+            if requirement.name == project["name"]:
+                extras += sorted(requirement.extras)
+            else:
+                requirements.append(line)
+    declared |= {Requirement(line).name.lower() for line in requirements}
     distributions = importlib.metadata.packages_distributions()
     imported = set()
     for chapter in CHAPTERS:
@@ -224,7 +234,7 @@ def test_the_package_declares_every_distribution_the_chapters_import() -> None:
     third_party = {name for name in imported if name not in sys.stdlib_module_names}
     missing = {name: distributions.get(name) for name in third_party
                if not {dist.lower() for dist in distributions.get(name, [name])} & declared}
-    assert not missing, f"pyproject.toml's dependencies miss what the chapters import: {missing}"
+    assert not missing, f"pyproject.toml's dependencies and its chapters' extra miss what the chapters import: {missing}"
 
 
 def test_the_install_cell_installs_checks_where_it_is_missing(book_html: Path, tmp_path: Path) -> None:
@@ -239,9 +249,9 @@ def test_the_install_cell_installs_checks_where_it_is_missing(book_html: Path, t
     # `checks` is missing there, as on Colab.
     python = venv_seeing_this_environment(venv)
     install = published(book_html, CHAPTERS[0]).cells[1].source
-    requirement = f"gradient-checks @ git+{REPOSITORY}@{CONFIG['repository']['branch']}"
+    requirement = f"gradient-checks[{CHAPTER_EXTRA}] @ git+{REPOSITORY}@{CONFIG['repository']['branch']}"
     assert requirement in install
-    local = f"gradient-checks @ git+file://localhost{ROOT.as_posix()}@{head.stdout.strip()}"
+    local = f"gradient-checks[{CHAPTER_EXTRA}] @ git+file://localhost{ROOT.as_posix()}@{head.stdout.strip()}"
     program = ('import importlib.util\nassert importlib.util.find_spec("checks") is None, "checks is importable already"\n'
                + install.replace(requirement, local) + "\nimport checks\nprint(checks.__file__)")
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from checks.errors import CheckInputError, DtypeError, NaNInputError, NonScalarOutputError, StepError
-from checks.numerical import (
+from checks.core.errors import CheckInputError, DtypeError, NaNInputError, NonScalarOutputError, StepError
+from checks.core.numerical import (
     METHODS,
     default_step,
     estimate_gradient,

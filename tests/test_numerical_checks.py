@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import checks
-from checks.display import COLUMNS, NUMERICAL_COLUMNS, records_html
-from checks.tolerances import estimate_tolerance, numerical_tolerance
+from checks.core.tolerances import estimate_tolerance, numerical_tolerance
+from checks.teaching.display import COLUMNS, NUMERICAL_COLUMNS, records_html
 
 SIN_X = checks.Expectation(
     "sin(x)*x", lambda x: torch.sin(x) * x, "cos(x)*x + sin(x)", lambda x: torch.cos(x) * x + torch.sin(x),

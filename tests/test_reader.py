@@ -10,8 +10,8 @@ import pytest
 import torch
 import yaml
 
-from checks.devices import available_devices
-from checks.reader import FAVICON, environment_line, insert_after_title
+from checks.build.reader import FAVICON, environment_line, insert_after_title
+from checks.core.devices import available_devices
 
 from .helpers import page
 from .toc import ROOT, toc_files

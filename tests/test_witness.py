@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import checks
-from checks.display import records_html
+from checks.teaching.display import records_html
 
 SQUARE = checks.Expectation("x*x", lambda x: x * x, "2*x", lambda x: 2 * x, "power rule: d/dx x² = 2x")
 SECOND_BACKWARD = "Trying to backward through the graph a second time"

@@ -10,6 +10,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 # The ledger collects every chapter's checks; it is a page of the book, not a chapter contributing checks.
 LEDGER = "book/ledger"
+# The API reference documents the checker library from its docstrings: a reference page, executing nothing.
+API = "book/api"
+# Pages of the book that are not chapters: they execute no checks and have no exercises.
+REFERENCE = (API, LEDGER)
 
 
 def _files(entries: list[dict[str, Any]]) -> list[str]:
@@ -34,8 +38,9 @@ def toc_files(root: Path = ROOT) -> list[str]:
 
 
 def toc_chapters(root: Path = ROOT) -> list[str]:
-    """The chapters that must each execute and show checks: the toc without its root page and the ledger."""
-    return [name for name in toc_files(root)[1:] if name != LEDGER]
+    """The chapters that must each execute and show checks: the toc without its root page and the reference
+    pages (the API reference and the ledger)."""
+    return [name for name in toc_files(root)[1:] if name not in REFERENCE]
 
 
 def chapters_outside_toc(root: Path = ROOT, folder: str = "book") -> list[str]:

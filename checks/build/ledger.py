@@ -1,0 +1,501 @@
+"""The ledger: every check of a build, failures first, as an HTML table and as JSON, and its verifier.
+
+An entry is a record's dictionary plus where it was shown: the chapter's title, its page and the record's
+anchor on that page, and its outcome (the verdict read with the expected-failure flag). The Sphinx
+extension collects the entries as the chapters execute (checks.teaching.records) and writes ledger.json:
+
+    {"build": {"finished": true, "fingerprint": {...}, "sources": the source folder relative to this one,
+     "chapters": [{"chapter", "page", "source", "source_sha256", "executed", "execution"}, ...],
+     "left_out": [source files the table of contents leaves out, which were not built]},
+     "checks": [entry, ...]}
+
+`python -m checks` reads it back (read), refuses one that is malformed or does not match the sources
+beside it (CheckInputError), and lists its problems (verify).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import CheckInputError
+from ..teaching.display import HOW_WORDS, RECORDS_MIME, cell_text, format_value, mismatched_indices, vector_html
+from ..teaching.records import PROBLEMS, Record
+from .fingerprint import components, digest as json_digest
+
+Entry = dict[str, Any]
+
+LEDGER_JSON = "ledger.json"
+# Problems first, then the demonstrations, then the passes: what needs a reader's attention is on top.
+OUTCOME_ORDER = ("unexpected failure", "unexpected pass", "expected failure", "pass", "planned")
+# The ledger table's columns: the outcome where the eye starts, then what a reader filters by (chapter,
+# how, dtype, device), then the numbers. Expected and observed vectors are folded as in the chapters.
+COLUMNS = {
+    "outcome": "outcome",
+    "chapter": "chapter",
+    "check": "check",
+    "how": "how",
+    "dtype": "dtype",
+    "device": "device",
+    "analytical_gradient": "expected",
+    "observed_gradient": "observed",
+    "abs_error": "error",
+    "tolerance": "allowed",
+}
+# Columns the reader filters by, with a pane of their values and counts above the table.
+FILTERS = ("outcome", "chapter", "how", "dtype", "device")
+
+
+def entry(record: Record, *, chapter: str, page: str, shown: bool = True) -> Entry:
+    """A record as the ledger keeps it: its fields, where it is shown, and its outcome.
+
+    anchor is the record's row on its page, or "" for a check the page executed but does not display.
+    """
+    return {**record.to_dict(), "chapter": chapter, "page": page, "anchor": record.id if shown else "",
+            "outcome": record.outcome}
+
+
+def ordered(entries: Sequence[Entry]) -> list[Entry]:
+    """Failures first; within an outcome, the order of the book (sorted() is stable)."""
+    return sorted(entries, key=lambda item: OUTCOME_ORDER.index(item["outcome"]))
+
+
+def problems(entries: Sequence[Entry]) -> list[Entry]:
+    """Unexpected failures and expected failures that passed."""
+    return [item for item in ordered(entries) if item["outcome"] in PROBLEMS]
+
+
+def summary(entries: Sequence[Entry]) -> dict[str, Any]:
+    """Counts per outcome, and per device and outcome."""
+    by_device: dict[str, Counter[str]] = {}
+    for item in entries:
+        by_device.setdefault(item["device"], Counter())[item["outcome"]] += 1
+    return {
+        "checks": len(entries),
+        "outcomes": dict(Counter(item["outcome"] for item in entries)),
+        "devices": {device: dict(counts) for device, counts in sorted(by_device.items())},
+    }
+
+
+def to_json(entries: Sequence[Entry], build: dict[str, Any] | None = None) -> str:
+    """The entries as ledger.json holds them, under the build's stamp (see the module's docstring)."""
+    return json.dumps({"build": build or {}, "checks": list(entries)}, sort_keys=True, indent=1)
+
+
+def digest(entries: Sequence[Entry]) -> str:
+    return json_digest(list(entries))
+
+
+def digest_of_file(path: Path) -> str | None:
+    """The digest of the checks a ledger.json holds; None when there is none or it cannot be read."""
+    try:
+        return digest(json.loads(path.read_text(encoding="utf-8"))["checks"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write(path: Path, entries: Sequence[Entry], build: dict[str, Any]) -> None:
+    """Write ledger.json whole or not at all: a build killed mid-write leaves no half ledger."""
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(to_json(entries, build), encoding="utf-8")
+    os.replace(partial, path)
+
+
+# What an entry must hold for the verifier to judge it, and the type each must have.
+REQUIRED: dict[str, type | tuple[type, ...]] = {
+    "id": str, "check": str, "chapter": str, "page": str, "anchor": str, "function": str, "dtype": str,
+    "device": str, "how": str, "verdict": str, "outcome": str, "message": str, "expected_failure": bool,
+    "executed": bool, "x": (int, float, list, dict), "gradient_formula": str, "derivative_source": str,
+    # None: a pass whose expected outcome is no gradient at all (x.grad stays None, checks.witness).
+    "analytical_gradient": (int, float, list, dict, type(None)),
+    "observed_gradient": (int, float, list, dict, type(None)),
+}
+CHAPTER_KEYS: dict[str, type | tuple[type, ...]] = {
+    "chapter": str, "page": str, "source": str, "source_sha256": str, "executed": int, "execution": str,
+}
+# The records a page embeds beside its tables (display.embed): each must be in the ledger.
+EMBEDDED = re.compile(rf'<script type="{re.escape(RECORDS_MIME)}">(.*?)</script>', re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """A ledger.json read back: where it is, the build's stamp and its entries."""
+
+    path: Path
+    build: dict[str, Any]
+    entries: list[Entry]
+
+
+def load(path: str | Path) -> list[Entry]:
+    """The entries of a ledger.json file, or of a built site's folder holding one."""
+    return read(path).entries
+
+
+def read(path: str | Path) -> Ledger:
+    """Read and validate a ledger; CheckInputError with a one-line reason when it is not a ledger."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / LEDGER_JSON
+    if not path.is_file():
+        raise CheckInputError(f"no ledger at {path}: build the book first (jupyter-book build .); a build "
+                              f"that failed or was interrupted leaves none")
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise CheckInputError(f"{path} is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except json.JSONDecodeError as error:
+        raise CheckInputError(f"{path} is not valid JSON: {error}") from None
+    except OSError as error:
+        raise CheckInputError(f"{path} cannot be read: {error.strerror}") from None
+    if not (isinstance(data, dict) and isinstance(data.get("build"), dict) and isinstance(data.get("checks"), list)):
+        raise CheckInputError(f'{path} is not a ledger: expected {{"build": {{...}}, "checks": [...]}} '
+                              f"(written by checks.build.sphinxext; rebuild the book)")
+    build, entries = data["build"], data["checks"]
+    if build.get("finished") is not True:
+        raise CheckInputError(f"{path} is from a build that did not finish; rebuild the book")
+    if not (isinstance(build.get("fingerprint"), dict) and isinstance(build.get("chapters"), list)
+            and isinstance(build.get("sources"), str)):
+        raise CheckInputError(f"{path} lacks the fingerprint, the sources folder or the chapter list in its build "
+                              f"stamp; rebuild the book")
+    for number, chapter in enumerate(build["chapters"]):
+        _require_shape(chapter, CHAPTER_KEYS, f"{path}: chapter {number} of the build stamp")
+    left_out = build.get("left_out", [])
+    if not (isinstance(left_out, list) and all(isinstance(source, str) for source in left_out)):
+        raise CheckInputError(f"{path}: the build stamp's left_out is {left_out!r}; expected a list of source files")
+    for number, item in enumerate(entries):
+        _require_shape(item, REQUIRED, f"{path}: check {number}")
+        if item["verdict"] not in ("pass", "fail"):
+            raise CheckInputError(f"{path}: check {number} ({item['id']}) has verdict {item['verdict']!r}; "
+                                  f"an executed check passes or fails")
+        if item["outcome"] not in OUTCOME_ORDER[:-1]:
+            raise CheckInputError(f"{path}: check {number} ({item['id']}) has outcome {item['outcome']!r}, "
+                                  f"not one of {', '.join(OUTCOME_ORDER[:-1])}")
+        if item["executed"] is not True:
+            raise CheckInputError(f"{path}: check {number} ({item['id']}) was not executed")
+    return Ledger(path, build, entries)
+
+
+def _require_shape(item: object, keys: dict[str, type | tuple[type, ...]], where: str) -> None:
+    if not isinstance(item, dict):
+        raise CheckInputError(f"{where} is {type(item).__name__}, not an object")
+    missing = [key for key in keys if key not in item]
+    if missing:
+        raise CheckInputError(f"{where} lacks {', '.join(missing)}")
+    for key, kind in keys.items():
+        if not _fits(item[key], kind):
+            raise CheckInputError(f"{where} has {key}={item[key]!r}; expected {_kind_name(kind)}")
+
+
+def _fits(value: object, kind: type | tuple[type, ...]) -> bool:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    # bool is an int in Python: a count of True, or an x of False, is still malformed.
+    return bool in kinds if isinstance(value, bool) else isinstance(value, kinds)
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    return " or ".join(item.__name__ for item in (kind if isinstance(kind, tuple) else (kind,)))
+
+
+def source_mismatches(found: Ledger) -> list[str]:
+    """How the ledger differs from the sources beside it: the fingerprint's parts and each chapter's source."""
+    differences = []
+    now = components()
+    built = found.build["fingerprint"]
+    for name in sorted(set(now) | set(built)):
+        if built.get(name) != now.get(name):
+            differences.append(f"{name}: built with {_short(built.get(name))}, here {_short(now.get(name))}")
+    for chapter in found.build["chapters"]:
+        source = found.path.parent / found.build["sources"] / chapter["source"]
+        if not source.is_file():
+            differences.append(f"{chapter['chapter']}: its source {source} is not there")
+        elif file_sha256(source) != chapter["source_sha256"]:
+            differences.append(f"{chapter['chapter']}: {source} changed since the build")
+    return differences
+
+
+def _short(value: object) -> str:
+    text = str(value)
+    return text[:12] if len(text) == 64 else text  # a sha256: its first digits say enough
+
+
+def outcome_of(item: Entry) -> str:
+    """The outcome recomputed from verdict and expected_failure, never the stored one."""
+    passed = item["verdict"] == "pass"
+    if item["expected_failure"]:
+        return "unexpected pass" if passed else "expected failure"
+    return "pass" if passed else "unexpected failure"
+
+
+def verify(found: Ledger) -> list[str]:
+    """Every problem of a ledger that matches its sources, as lines to print; none when it is sound."""
+    entries = found.entries
+    lines: list[str] = []
+    if not entries:
+        lines.append("- the ledger holds no checks: a book that executed nothing verifies nothing")
+    per_page = Counter(item["page"] for item in entries)
+    stamped = {chapter["page"]: chapter for chapter in found.build["chapters"]}
+    for page, chapter in stamped.items():
+        if per_page.get(page, 0) != chapter["executed"]:
+            lines.append(f"- {chapter['chapter']} [{page}]: {chapter['executed']} checks executed, "
+                         f"{per_page.get(page, 0)} in the ledger")
+        if "succeeded" not in chapter["execution"]:
+            lines.append(f"- {chapter['chapter']} [{page}]: execution {chapter['execution']}; checks after the "
+                         f"error never ran")
+    for source in found.build.get("left_out", []):
+        lines.append(f"- {source} is not in the book's table of contents (_toc.yml): it was not built, and none "
+                     f"of its checks ran")
+    for page in sorted(set(per_page) - set(stamped)):
+        lines.append(f"- {per_page[page]} checks in the ledger name {page}, which the build did not execute")
+    # The same check may run in two chapters (its id is an anchor on its own page), not twice in one.
+    for (page, key), count in Counter((item["page"], item["id"]) for item in entries).items():
+        if count > 1:
+            lines.append(f"- {key} is in the ledger {count} times for {page}")
+    ids = {item["id"] for item in entries}
+    for page in stamped:
+        shown = found.path.parent / page
+        if shown.is_file():
+            try:
+                missing = {record["id"] for payload in EMBEDDED.findall(shown.read_text(encoding="utf-8"))
+                           for record in json.loads(payload)} - ids
+            except (OSError, ValueError, KeyError, TypeError) as error:
+                raise CheckInputError(f"{shown}: its embedded records cannot be read ({error})") from None
+            if missing:
+                lines.append(f"- {page} shows {len(missing)} checks the ledger lacks: {', '.join(sorted(missing))}")
+    for item in ordered_by_recomputed(entries):
+        outcome = outcome_of(item)
+        if outcome != item["outcome"]:
+            lines.append(f"- {item['check']} [{_where(item)}]: stored outcome {item['outcome']!r}, "
+                         f"but verdict {item['verdict']!r} with expected_failure={item['expected_failure']} "
+                         f"is {outcome!r}")
+        if outcome in PROBLEMS:
+            lines.extend(_described(item, outcome))
+    return lines
+
+
+def _where(item: Entry) -> str:
+    return f"{item['page']}#{item['anchor']}" if item["anchor"] else f"{item['page']}, not displayed there"
+
+
+def _described(item: Entry, outcome: str) -> list[str]:
+    """An unexpected failure or pass as the verifier lists it: a bullet, then its detail."""
+    first, *rest = describe_problem(item, outcome, f"{item['chapter']} [{_where(item)}]")
+    return [f"- {first}", *rest]
+
+
+# A value of more numbers than this is shown by its first and last few, and its worst element.
+BRIEF_NUMBERS = 8
+
+
+def describe_problem(record: dict[str, Any], outcome: str, where: str) -> list[str]:
+    """An unexpected failure or pass of a record (a dictionary, as stored), in lines: what and where, the
+    expected value beside the formula it came from, the observed value, then the comparison's message.
+
+    The build's warnings (checks.build.sphinxext) and `python -m checks` both say it this way.
+    """
+    lines = [f"{outcome}: {record['check']} ({record['dtype']} on {record['device']}, {record['how']}) in {where}",
+             f"    expected {brief(record['analytical_gradient'])}, from the formula {record['gradient_formula']} "
+             f"({record['derivative_source']})",
+             f"    observed {brief(record['observed_gradient'])}"]
+    worst = _worst_element(record)
+    if worst:
+        lines.append(f"    worst element {worst}")
+    if outcome == "unexpected pass":
+        lines.append("    declared expected_failure=True, but it passed: the demonstration shows nothing")
+    else:
+        lines.extend("    " + line for line in record["message"].splitlines())
+        lines.append("    (a failure the chapter means to show is declared: checks.plan(..., expected_failure=True))")
+    return lines
+
+
+def brief(value: Any) -> str:
+    """A value short enough for one line of a log: a long one by its count, first and last numbers."""
+    numbers = _flat(value)
+    if numbers is None or len(numbers) <= BRIEF_NUMBERS:
+        return format_value(value)
+    shown = [format_value(number) for number in (*numbers[:3], *numbers[-2:])]
+    return f"{len(numbers)} values [{', '.join(shown[:3])}, ..., {', '.join(shown[3:])}]"
+
+
+def _flat(value: Any) -> list[Any] | None:
+    """The numbers of a (nested) list in order; None for anything else (a number, a folded summary)."""
+    if not isinstance(value, list):
+        return None
+    found: list[Any] = []
+    for item in value:
+        inner = _flat(item)
+        found.extend([item] if inner is None else inner)
+    return found
+
+
+def _worst_element(record: dict[str, Any]) -> str:
+    """Where a check of several numbers differs most: its index, expected and observed; "" for one number."""
+    observed, expected = record["observed_gradient"], record["analytical_gradient"]
+    if isinstance(observed, dict) and observed.get("worst"):  # a folded value keeps its worst elements
+        worst = observed["worst"][0]
+        return (f"at index {tuple(worst['index'])}: expected {format_value(worst['expected'])}, "
+                f"observed {format_value(worst['observed'])}")
+    index = record.get("worst_index")
+    if not (isinstance(expected, list) and isinstance(observed, list) and index):
+        return ""
+    for position in index:
+        if not (isinstance(expected, list) and isinstance(observed, list)):
+            return ""
+        expected, observed = expected[position], observed[position]
+    return f"at index {tuple(index)}: expected {format_value(expected)}, observed {format_value(observed)}"
+
+
+def ordered_by_recomputed(entries: Sequence[Entry]) -> list[Entry]:
+    return sorted(entries, key=lambda item: OUTCOME_ORDER.index(outcome_of(item)))
+
+
+def report(entries: Sequence[Entry], problem_lines: Sequence[str] | None = None) -> str:
+    """A readable summary, then each problem (by default: the unexpected failures and passes)."""
+    counts = summary(entries)
+    lines = [f"{counts['checks']} checks: " + ", ".join(f"{count} {outcome}" for outcome, count in
+                                                        sorted(counts["outcomes"].items(), key=_by_outcome))]
+    found = list(problem_lines) if problem_lines is not None else _problem_lines(entries)
+    if not found:
+        lines.append("No problems: every executed check is in the ledger, every failure was declared expected, "
+                     "and every expected failure failed.")
+    lines.extend(found)
+    return "\n".join(lines)
+
+
+def _problem_lines(entries: Sequence[Entry]) -> list[str]:
+    return [line for item in problems(entries) for line in _described(item, item["outcome"])]
+
+
+def _by_outcome(pair: tuple[str, int]) -> int:
+    return OUTCOME_ORDER.index(pair[0])
+
+
+def ledger_html(entries: Sequence[Entry], *, link: Callable[[Entry], str], json_href: str,
+                table_library: str | None = None) -> str:
+    """The summary, a download link to the JSON, counts per chapter, and one table of every check.
+
+    The table lists failures first. With table_library (the URL of the DataTables bundle that itables
+    ships, served from the site) the reader can also filter it by outcome, chapter, how, dtype and device,
+    and sort it by any column; without it, or without JavaScript, it is a plain table.
+    """
+    rows = ordered(entries)
+    return (_summary_html(entries, json_href) + _chapters_html(entries, link) + _table_html(rows, link)
+            + (_table_script(table_library) if table_library else ""))
+
+
+def _summary_html(entries: Sequence[Entry], json_href: str) -> str:
+    counts = summary(entries)
+    outcomes = sorted(counts["outcomes"].items(), key=_by_outcome)
+    items = "".join(f'<li class="checks-outcome-{_slug(outcome)}"><strong>{count}</strong> {html.escape(outcome)}</li>'
+                    for outcome, count in outcomes)
+    device_rows = "".join(
+        f"<tr><td>{html.escape(device)}</td>"
+        + "".join(f"<td>{device_counts.get(outcome, 0)}</td>" for outcome, _ in outcomes)
+        + "</tr>"
+        for device, device_counts in counts["devices"].items()
+    )
+    device_head = "<th>device</th>" + "".join(f"<th>{html.escape(outcome)}</th>" for outcome, _ in outcomes)
+    return (
+        f'<div class="checks-ledger-summary"><p><strong>{counts["checks"]}</strong> checks in this build.</p>'
+        f"<ul>{items}</ul>"
+        f'<table class="checks-counts checks-ledger-devices"><thead><tr>{device_head}</tr></thead>'
+        f"<tbody>{device_rows}</tbody></table>"
+        f'<p><a class="checks-ledger-download" href="{html.escape(json_href)}" download>'
+        f"Download every record as JSON ({LEDGER_JSON})</a></p></div>"
+    )
+
+
+def _chapters_html(entries: Sequence[Entry], link: Callable[[Entry], str]) -> str:
+    """Checks per chapter and outcome, each chapter linked to its page, in the book's order."""
+    first: dict[str, Entry] = {}
+    by_chapter: dict[str, Counter[str]] = {}
+    for item in entries:
+        first.setdefault(item["chapter"], item)
+        by_chapter.setdefault(item["chapter"], Counter())[item["outcome"]] += 1
+    outcomes = [outcome for outcome in OUTCOME_ORDER if any(outcome in counts for counts in by_chapter.values())]
+    head = "<th>chapter</th><th>checks</th>" + "".join(f"<th>{html.escape(outcome)}</th>" for outcome in outcomes)
+    rows = "".join(
+        f'<tr><td><a href="{html.escape(link(first[chapter]).split("#")[0])}">{html.escape(chapter)}</a></td>'
+        f"<td>{sum(counts.values())}</td>" + "".join(f"<td>{counts.get(outcome, 0)}</td>" for outcome in outcomes)
+        + "</tr>"
+        for chapter, counts in by_chapter.items()
+    )
+    return (f'<table class="checks-counts checks-ledger-chapters"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{rows}</tbody></table>")
+
+
+def _table_html(entries: Sequence[Entry], link: Callable[[Entry], str]) -> str:
+    head = "".join(f'<th scope="col">{html.escape(name)}</th>' for name in COLUMNS.values())
+    rows = "".join(
+        f'<tr class="checks-{item["verdict"]} checks-outcome-{_slug(item["outcome"])}">'
+        + "".join(_ledger_cell(key, item, record, link) for key in COLUMNS)
+        + "</tr>"
+        for item, record in ((item, Record.from_dict(item)) for item in entries)
+    )
+    return (f'<div class="checks-ledger-table"><table class="checks-table checks-ledger">'
+            f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>")
+
+
+def _ledger_cell(key: str, item: Entry, record: Record, link: Callable[[Entry], str]) -> str:
+    if key == "outcome":
+        return f'<td class="checks-verdict">{html.escape(item["outcome"])}</td>'
+    if key == "chapter":
+        return f'<td class="checks-chapter"><a href="{html.escape(link(item))}">{html.escape(item["chapter"])}</a></td>'
+    if key == "how":
+        text = item["how"] + (f" ({item['method']})" if item.get("method") else "")
+        return f'<td class="checks-how" title="{html.escape(HOW_WORDS.get(item["how"], item["how"]))}">{html.escape(text)}</td>'
+    if key in ("analytical_gradient", "observed_gradient"):
+        # Mismatched elements are marked; their list by index is on the chapter's page, a click away.
+        # Sorting and searching read the value's text, not the folded markup.
+        return (f'<td class="checks-{key}" data-order="{html.escape(cell_text(key, record))}">'
+                f"{vector_html(getattr(record, key), mismatched_indices(record))}</td>")
+    if key == "abs_error":
+        return (f'<td class="checks-abs_error-rel_error" data-order="{record.abs_error}">abs '
+                f"{html.escape(cell_text('abs_error', record))}<br>rel {html.escape(cell_text('rel_error', record))}</td>")
+    return f'<td class="checks-{key}">{html.escape(cell_text(key, record))}</td>'
+
+
+def _table_script(table_library: str) -> str:
+    """DataTables with SearchPanes on the ledger table, from the bundle the itables package ships.
+
+    itables (pinned in requirements.txt) ships DataTables 2 with its SearchPanes extension as one ES
+    module; the build copies it into the site, so the page needs no CDN. The only code here is DataTables'
+    configuration: failures first (the table's own order, so no initial sort), a pane of values with
+    counts per filter column, and paging so the page stays short.
+    """
+    columns = list(COLUMNS)
+    options = {
+        "order": [],
+        "pageLength": 25,
+        "lengthMenu": [10, 25, 50, 100, 500],
+        "autoWidth": False,
+        "layout": {"top1": {"searchPanes": {"columns": [columns.index(key) for key in FILTERS],
+                                            "cascadePanes": True, "viewTotal": True,
+                                            "layout": "columns-5"}}},
+        "language": {"searchPanes": {"title": {"_": "%d filters active", "0": "Filter by outcome, chapter, how, "
+                                                                             "dtype or device", "1": "1 filter active"}}},
+        "columnDefs": [{"searchPanes": {"show": True}, "targets": [columns.index(key) for key in FILTERS]},
+                       {"searchPanes": {"show": False}, "targets": [index for index, key in enumerate(columns)
+                                                                      if key not in FILTERS]}],
+    }
+    return (f'<link rel="stylesheet" href="{html.escape(table_library.removesuffix(".js") + ".css")}">'
+            f'<script type="module">import DataTable from "{html.escape(table_library)}";\n'
+            f"const options = {json.dumps(options)};\n"
+            # On a phone the panes start folded (five of them would fill the screen before the table).
+            f'options.layout.top1.searchPanes.initCollapsed = matchMedia("(max-width: 768px)").matches;\n'
+            f'new DataTable("table.checks-ledger", options);</script>')
+
+
+def _slug(outcome: str) -> str:
+    return outcome.replace(" ", "-")

@@ -1,0 +1,372 @@
+"""Sphinx extension for the book: never show stale numbers, style the check tables, and keep the ledger.
+
+Sphinx re-reads (and so re-executes) a chapter only when its source changes. The chapters' numbers also
+depend on the `checks` package, the torch, Python, numpy and pandas versions and the devices present
+(checks.build.fingerprint), so their fingerprint is a config value with rebuild="env": when it changes, Sphinx
+re-reads every chapter.
+
+The ledger holds every check executed, displayed or not (see checks.teaching.records, "Collection at execution"):
+
+1. builder-inited: the previous ledger.json is removed (a failed or interrupted build leaves none that
+   could verify) and the folder of per-chapter record files, <doctreedir>/checks-records/, is emptied.
+2. source-read: CHECKS_RECORDS is set to the chapter's own file, records_path(doctreedir, docname), so
+   the kernel myst-nb starts for it appends each executed record there. Chapters read in parallel
+   (sphinx -j, forked workers) each get their own file. checks.build.parallel, which starts the kernels of the
+   chapters to be read before Sphinx reads them, gives each kernel kernel_environment(app, docname) through
+   its checks-kernel-environment event, and the extension finds the file the same way.
+3. doctree-read: the chapter's file is read back into the build environment with how the chapter was
+   executed (myst-nb's execution data); Sphinx saves the environment between builds, so a chapter that
+   is not re-read keeps its records. The file is then removed.
+4. Pages are written: the `checks-ledger` directive is replaced by the table of all records. The ledger
+   page is read again whenever any record changed since the last finished build (its ledger.json is
+   compared), so it is never left showing records that no longer exist.
+5. build-finished, only without an exception: ledger.json is written atomically, stamped with the
+   fingerprint's components, each chapter's source hash, execution and count of checks executed.
+
+A contributor is told at build time, by Sphinx warnings (so `jupyter-book build -W` fails on them):
+
+- every build, including one that reads nothing again, warns once per problem record (an unexpected
+  failure, or a declared expected failure that passed), naming the chapter, the check, expected, observed
+  and the formula it came from (checks.build.ledger.describe_problem, as `python -m checks` says it);
+- a source file that _toc.yml leaves out (only_build_toc_files: sphinx-external-toc excludes it) is a
+  warning, and the ledger's stamp lists it, so `python -m checks` names it too;
+- a page no longer built (its chapter dropped from the toc, or deleted) has its HTML, its sources copies
+  and its notebooks removed from the build folder, and its records leave the ledger: no stale page stays.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import posixpath
+import shutil
+from collections.abc import Iterable, Set
+from pathlib import Path
+from urllib.parse import quote
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.builders.html import StandaloneHTMLBuilder
+from sphinx.config import Config
+from sphinx.environment import BuildEnvironment
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+from sphinx.util.fileutil import copy_asset
+
+from ..teaching.records import PROBLEMS, RECORDS_VARIABLE, Record, read_collected
+from . import fingerprint as build_fingerprint
+from . import ledger, parallel
+from .cache import CACHE_VARIABLE, SOURCE_VARIABLE
+
+PACKAGE = Path(__file__).resolve().parent
+RECORDS_FOLDER = "checks-records"
+CACHE_FOLDER = ".checks-cache"
+logger = logging.getLogger(__name__)
+
+
+def records_path(doctreedir: str | os.PathLike[str], docname: str) -> Path:
+    """The file a chapter's kernel appends its executed records to: one per chapter and build folder."""
+    return Path(doctreedir) / RECORDS_FOLDER / f"{quote(docname, safe='')}.jsonl"
+
+
+def kernel_environment(app: Sphinx, docname: str) -> dict[str, str]:
+    """The environment variables a kernel executing docname needs: the file its checks reach the ledger
+    through, and for checks.cached, the chapter's source and the cache folder (CHECKS_CACHE if set, else
+    .checks-cache in the book's source folder, which outlives the build folder)."""
+    return {RECORDS_VARIABLE: str(records_path(app.doctreedir, docname)),
+            SOURCE_VARIABLE: str(Path(app.env.doc2path(docname)).resolve()),
+            CACHE_VARIABLE: os.environ.get(CACHE_VARIABLE) or str(Path(app.srcdir, CACHE_FOLDER))}
+
+
+def _set_fingerprint(app: Sphinx, config: Config) -> None:
+    # The ledger is stamped with what the chapters ran with: taken now, not when the build ends.
+    app.checks_fingerprint = build_fingerprint.components()
+    # When it changes, every chapter is executed again (rebuild="env"); hashed from the parts just taken.
+    config.checks_fingerprint = build_fingerprint.digest(app.checks_fingerprint)
+
+
+def _own_excludes(app: Sphinx, config: Config) -> None:
+    """The book's own exclude patterns, before sphinx-external-toc adds the files its toc leaves out."""
+    app.checks_own_excludes = list(config.exclude_patterns)
+
+
+def _left_out(app: Sphinx, config: Config) -> None:
+    """The source files the toc leaves out (app.checks_left_out), which the ledger's stamp lists."""
+    own = getattr(app, "checks_own_excludes", None)
+    excluded_by_toc = own is not None and getattr(config, "external_toc_exclude_missing", False)
+    app.checks_left_out = sorted(set(config.exclude_patterns) - set(own)) if excluded_by_toc else []
+
+
+def _add_static(app: Sphinx) -> None:
+    app.config.html_static_path.append(str(PACKAGE / "_static"))
+
+
+class ledger_placeholder(nodes.General, nodes.Element):
+    """Where the ledger goes; replaced once every chapter has been read."""
+
+
+class LedgerDirective(SphinxDirective):
+    """``checks-ledger``: the table of every check in the build."""
+
+    def run(self) -> list[nodes.Node]:
+        _ledger_pages(self.env).add(self.env.docname)
+        return [ledger_placeholder()]
+
+
+def _chapters(env: BuildEnvironment) -> dict[str, dict]:
+    """docname -> {"records": [...], "executed": n, "shown": ids displayed, "execution": how it was executed}."""
+    if not hasattr(env, "checks_chapters"):
+        env.checks_chapters = {}
+    return env.checks_chapters
+
+
+def _ledger_pages(env: BuildEnvironment) -> set[str]:
+    if not hasattr(env, "checks_ledger_pages"):
+        env.checks_ledger_pages = set()
+    return env.checks_ledger_pages
+
+
+def _start_build(app: Sphinx) -> None:
+    """No ledger survives into a build that may fail; each chapter's record file starts empty."""
+    if app.builder.format != "html":
+        return
+    previous = Path(app.outdir) / ledger.LEDGER_JSON
+    app.checks_previous_digest = ledger.digest_of_file(previous)
+    previous.unlink(missing_ok=True)
+    folder = Path(app.doctreedir) / RECORDS_FOLDER
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+
+
+def _before_execution(app: Sphinx, docname: str, source: list[str]) -> None:
+    os.environ.update(kernel_environment(app, docname))
+
+
+def _collect(app: Sphinx, doctree: nodes.document) -> None:
+    """Keep every record the chapter's kernel executed (the last one per id), displayed or not."""
+    docname = app.env.docname
+    os.environ.pop(RECORDS_VARIABLE, None)
+    os.environ.pop(SOURCE_VARIABLE, None)
+    path = records_path(app.doctreedir, docname)
+    records = read_collected(path)
+    path.unlink(missing_ok=True)
+    execution = _execution(app.env, docname)
+    if records or execution:
+        _chapters(app.env)[docname] = {"records": records, "executed": len(records), "shown": _shown(doctree),
+                                       "execution": execution or "not executed"}
+
+
+def _shown(doctree: nodes.document) -> set[str]:
+    """The ids of the records the chapter's tables display (and so anchor); the others are only executed."""
+    return {record["id"] for raw in doctree.findall(nodes.raw) if "html" in raw.get("format", "").split()
+            for payload in ledger.EMBEDDED.findall(raw.astext()) for record in json.loads(payload)}
+
+
+def _execution(env: BuildEnvironment, docname: str) -> str:
+    """How myst-nb executed the chapter ("" for a page without code): method, and the error if it failed."""
+    try:
+        from myst_nb.sphinx_ import NbMetadataCollector
+    except ImportError:
+        return ""
+    data = NbMetadataCollector.get_exec_data(env, docname)
+    if not data:
+        return ""
+    return f"{data['method']}: " + ("succeeded" if data["succeeded"] else f"failed ({data['error']})")
+
+
+def _warn_problems(app: Sphinx, env: BuildEnvironment) -> None:
+    """One warning per unexpected failure or unexpected pass, every build (read again or not)."""
+    chapters = _chapters(env)
+    for docname in _book_order(env):
+        for record in chapters.get(docname, {}).get("records", ()):
+            outcome = ledger.outcome_of(record)
+            if outcome in PROBLEMS:
+                lines = ledger.describe_problem(record, outcome, f"chapter {env.titles[docname].astext()!r}")
+                logger.warning("\n".join(lines), location=docname, type="checks", subtype="problem")
+
+
+def _remove_outputs(app: Sphinx, docname: str) -> None:
+    """What an earlier build wrote for a page this one does not build: its HTML, the copies of its source,
+    its notebooks and its execution report."""
+    outdir = Path(app.outdir)
+    stale = [Path(app.builder.get_outfilename(docname)), outdir / "reports" / f"{docname}.err.log"]
+    for folder in (outdir / "_sources", outdir.parent / "jupyter_execute", outdir.parent / "notebooks"):
+        target = folder / docname
+        stale += target.parent.glob(f"{target.name}.*") if target.parent.is_dir() else []
+    for path in stale:
+        path.unlink(missing_ok=True)
+
+
+def _left_out_pages(app: Sphinx) -> None:
+    """Warn of each file the toc leaves out, and remove what an earlier build made of it, in any build (a
+    fresh environment knows no earlier pages)."""
+    toc = os.path.relpath(app.config.external_toc_path, app.srcdir) if app.checks_left_out else ""
+    for source in app.checks_left_out:
+        # Not a document of this build, so the warning names the file itself rather than a location.
+        logger.warning(f"{Path(app.srcdir, source)} is not in {toc}, so it is not built and none of its checks "
+                       f"run: add '- file: {posixpath.splitext(source)[0]}' to {toc} (and a line to the "
+                       f"introduction's list of chapters), or start its name with '_' if it is a template",
+                       type="checks", subtype="toc")
+        if isinstance(app.builder, StandaloneHTMLBuilder):
+            _remove_outputs(app, posixpath.splitext(source)[0])
+
+
+def _remove_stale_pages(app: Sphinx, env: BuildEnvironment, added: Set[str], changed: Set[str],
+                        removed: Set[str]) -> Iterable[str]:
+    """A page the last build made and this one does not (dropped from the toc, or deleted)."""
+    if isinstance(app.builder, StandaloneHTMLBuilder):
+        for docname in removed:
+            _remove_outputs(app, docname)
+    return []
+
+
+def _purge(app: Sphinx, env: BuildEnvironment, docname: str) -> None:
+    _chapters(env).pop(docname, None)
+    _ledger_pages(env).discard(docname)
+
+
+def _merge(app: Sphinx, env: BuildEnvironment, docnames: Set[str], other: BuildEnvironment) -> None:
+    for docname in docnames:
+        if docname in _chapters(other):
+            _chapters(env)[docname] = _chapters(other)[docname]
+        if docname in _ledger_pages(other):
+            _ledger_pages(env).add(docname)
+
+
+def _reread_ledger(app: Sphinx, env: BuildEnvironment, added: Set[str], changed: Set[str],
+                   removed: Set[str]) -> Iterable[str]:
+    """The ledger page is read again when any chapter is, or when its records differ from the ones the
+    last finished build published (a build interrupted after reading, say)."""
+    stale = added or changed or removed or ledger.digest(entries(app)) != getattr(app, "checks_previous_digest", None)
+    return sorted(_ledger_pages(env)) if stale else []
+
+
+def _book_order(env: BuildEnvironment) -> list[str]:
+    """Documents in the order of the table of contents, then any others alphabetically."""
+    order: list[str] = []
+
+    def visit(docname: str) -> None:
+        if docname in order:
+            return
+        order.append(docname)
+        for child in env.toctree_includes.get(docname, ()):
+            visit(child)
+
+    visit(env.config.root_doc)
+    return order + sorted(set(env.all_docs) - set(order))
+
+
+def entries(app: Sphinx) -> list[ledger.Entry]:
+    """Every record of the build as a ledger entry, in book order."""
+    chapters = _chapters(app.env)
+    return [
+        ledger.entry(Record.from_dict(record), chapter=app.env.titles[docname].astext(),
+                     page=app.builder.get_target_uri(docname), shown=record["id"] in chapters[docname]["shown"])
+        for docname in _book_order(app.env) if docname in chapters
+        for record in chapters[docname]["records"]
+    ]
+
+
+def _stamp(app: Sphinx) -> dict:
+    """What the ledger was built from: the fingerprint's parts and each executed chapter's source.
+
+    sources is the source folder relative to the ledger's, so only it differs between two builds of the
+    same sources into different folders; each chapter's source is relative to that folder.
+    """
+    chapters = _chapters(app.env)
+    return {
+        "finished": True,
+        "fingerprint": app.checks_fingerprint,
+        "sources": Path(os.path.relpath(app.srcdir, app.outdir)).as_posix(),
+        "left_out": getattr(app, "checks_left_out", []),
+        "chapters": [
+            {"chapter": app.env.titles[docname].astext(), "page": app.builder.get_target_uri(docname),
+             "source": Path(app.env.doc2path(docname)).relative_to(app.srcdir).as_posix(),
+             "source_sha256": ledger.file_sha256(Path(app.env.doc2path(docname))),
+             "executed": chapters[docname]["executed"], "execution": chapters[docname]["execution"]}
+            for docname in _book_order(app.env) if docname in chapters
+        ],
+    }
+
+
+def _place_ledger(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    placeholders = list(doctree.findall(ledger_placeholder))
+    if not placeholders:
+        return
+    here = posixpath.dirname(app.builder.get_target_uri(docname))
+    target = {app.builder.get_target_uri(name): name for name in app.env.all_docs}
+
+    def link(item: ledger.Entry) -> str:
+        uri = app.builder.get_relative_uri(docname, target[item["page"]])
+        return f"{uri}#{item['anchor']}" if item["anchor"] else uri
+
+    table = ledger.ledger_html(entries(app), link=link, json_href=posixpath.relpath(ledger.LEDGER_JSON, here or "."),
+                               table_library=posixpath.relpath(f"_static/{TABLE_LIBRARY}", here or "."))
+    for placeholder in placeholders:
+        placeholder.replace_self(nodes.raw("", table, format="html"))
+
+
+def _write_json(app: Sphinx, exception: Exception | None) -> None:
+    if exception is None and app.builder.format == "html":
+        ledger.write(Path(app.outdir) / ledger.LEDGER_JSON, entries(app), _stamp(app))
+
+
+# DataTables (with SearchPanes) as the itables package ships it: one ES module and its stylesheet, copied
+# into the site so the ledger filters and sorts offline.
+TABLE_LIBRARY = "itables/dt_bundle.js"
+
+
+def _copy_table_library(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or not isinstance(app.builder, StandaloneHTMLBuilder):
+        return
+    # Only the package's files are needed: find them without importing it.
+    source = Path(importlib.util.find_spec("itables").submodule_search_locations[0]) / "html"
+    target = Path(app.outdir, "_static", TABLE_LIBRARY).parent
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("dt_bundle.js", "dt_bundle.css"):
+        copy_asset(source / name, target)
+
+
+def _refresh_static(app: Sphinx, exception: Exception | None) -> None:
+    """Copy the static folders when no page was out of date.
+
+    Sphinx 7 returns early from such a build, before copying them, so an edited stylesheet would not
+    reach the site until some page changed. Templates (``*_t``) need the page context Sphinx did not
+    build, and this book has none; files already identical are left alone.
+    """
+    if exception is not None or not isinstance(app.builder, StandaloneHTMLBuilder):
+        return
+    if hasattr(app.builder, "globalcontext"):  # pages were written: Sphinx copied them itself
+        return
+    for entry in app.config.html_static_path:
+        copy_asset(Path(app.confdir, entry), Path(app.outdir, "_static"),
+                   excluded=lambda path: path.endswith("_t") or Path(path).name.startswith("."))
+
+
+def setup(app: Sphinx) -> dict:
+    app.add_config_value("checks_fingerprint", "", "env")
+    app.connect("config-inited", _set_fingerprint)
+    # sphinx-external-toc adds the files its toc leaves out to exclude_patterns at priority 900.
+    app.connect("config-inited", _own_excludes, priority=850)
+    app.connect("config-inited", _left_out, priority=950)
+    app.connect("builder-inited", _add_static)
+    app.add_css_file("checks.css")
+    app.add_node(ledger_placeholder)
+    app.add_directive("checks-ledger", LedgerDirective)
+    app.connect("builder-inited", _start_build)
+    app.connect("builder-inited", _left_out_pages)
+    app.connect("source-read", _before_execution)
+    app.setup_extension("checks.build.parallel")  # executes the chapters; each kernel gets its record file
+    app.connect(parallel.ENVIRONMENT_EVENT, kernel_environment)
+    app.connect("doctree-read", _collect)
+    app.connect("env-purge-doc", _purge)
+    app.connect("env-merge-info", _merge)
+    app.connect("env-get-outdated", _reread_ledger)
+    app.connect("env-get-outdated", _remove_stale_pages)
+    app.connect("env-updated", _warn_problems)
+    app.connect("doctree-resolved", _place_ledger)
+    app.connect("build-finished", _write_json)
+    app.connect("build-finished", _refresh_static)
+    app.connect("build-finished", _copy_table_library)
+    return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True, "env_version": 4}

@@ -1,0 +1,954 @@
+"""A gradient checker: autograd's Jacobian against an adaptive Richardson estimate, element by element.
+
+Three outcomes per element, and for the whole check (a fail anywhere fails it; else an inconclusive
+element makes it inconclusive):
+
+- pass: autograd is within the element's allowance, and the allowance is small enough to mean something
+  (at most RESOLUTION of the entry's scale: the largest |J| in its row and column);
+- fail: autograd is outside its allowance (an allowance too wide to vouch for a pass can still be exceeded);
+- inconclusive: the evidence cannot settle it. The report says why and what would settle it:
+  "kink" (f is not differentiable at x, or a kink lies inside the stencil: check at another point),
+  "domain" (f is not finite at x ± h for every step tried: x is on the edge of f's domain),
+  "unstable" (a mismatch that the finest window able to resolve it contradicts: f has structure at the
+  scale of the step, a staircase or an oscillation),
+  "imprecise" (the estimate's own uncertainty is above RESOLUTION at every step: float64, or another point).
+
+The allowance of element (i, j):
+
+    allowed = safety · (error + ε·scale_i/h + ε·max(|J| in row i and column j) + tiny)
+
+- error: how much the window's extrapolated value T22 differs from those of the windows one step coarser
+  and one finer (the larger change; as numdifftools estimates it). Ridders' error, the change the last
+  extrapolation made, measures the once-extrapolated value instead, far above T22's own error.
+- ε·scale_i/h: rounding of the evaluations of f_i (scale_i = |f_i(x)| + Σ_k |J_ik|·|x_k|, the size of
+  what f_i is computed from), divided by the finest step of the tableau.
+- ε·max(|J| in row, column): autograd's own rounding; an entry computed as 1e-17 where f does not
+  depend on x_j at all is rounding, not a bug.
+- tiny: the smallest normal number of the dtype, a floor for subnormal results.
+
+The step adapts to f (as numdifftools does): central differences at h0·max(|x_j|, 1)·2^-k for k = 0, 1, ...,
+each window of three consecutive steps extrapolated, and per element the window whose uncertainty
+(error + rounding) is smallest relative to its value (or to √ε of the entry's scale, for an entry near 0)
+wins. Columns whose elements are not yet judged (the tableau has not
+converged, or a stencil point left f's domain, or the estimate is less precise than ε^(2/3) of the entry's
+scale and still improving) get smaller steps, down to ε^(3/4)·max(|x_j|, 1) or until rounding at the step
+alone exceeds the best uncertainty found; a smooth f is settled by the first four steps (two windows, each
+judged against the other), evaluated in one batch.
+
+A kink (relu or abs at 0, a clamp's bound) makes both numbers meaningless: one-sided differences D+ and D-
+disagree by the jump in slope at every step, whereas for a smooth f their gap h·f'' halves with the step.
+The gap |f(x + h) + f(x - h) - 2 f(x)| / h comes from the evaluations the estimate made anyway, at the first
+two steps of each column's chosen window (and of its finest, for a mismatch).
+
+Several inputs: f(x, weight, bias) is checked as one function of all inputs' elements concatenated;
+each element is named by its input and index ("input `weight`, element (2, 1)"). check_module does this
+for an nn.Module's parameters and inputs, and assert_gradients raises for a test suite. Complex inputs and
+outputs are checked by their real and imaginary parts; integer, bool and non-tensor arguments are held
+fixed and named (checks.core.signature). Beside the Jacobian, every check runs the property checks of
+checks.core.properties (f does not change its inputs; a reentrant backward; undefined output gradients;
+batched gradients on request). order=2 checks the Jacobian of the vector–Jacobian product, as gradgradcheck
+does. atol/rtol replace the estimate's own allowance by the caller's, judged against the estimate's
+uncertainty: pass only where autograd is within the tolerance of every value the estimate allows, fail only
+where it is outside it for every one.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal
+
+import numpy as np
+import torch
+
+from .dtypes import dtype_name
+from .errors import CheckInputError, NaNInputError, in_place_named
+from .indices import unravel
+from .forward import NoForwardMode, first_line, flat_jacobian, forward_jacobian
+from .numerical import _Evaluator, _relative_step, default_step, machine_epsilon, require_memory
+from .properties import (
+    Graph,
+    PropertyCheck,
+    batched,
+    batched_forward,
+    reentrant,
+    undefined_gradients,
+    undefined_tangents,
+    unmutated,
+)
+from .signature import Argument, SecondOrder, Signature, Skipped, parameter_names
+from .tolerances import Tolerance
+from .validate import flag, integer, memory, number
+
+Function = Callable[..., torch.Tensor]
+Mode = Literal["reverse", "forward"]
+MODES: tuple[Mode, ...] = ("reverse", "forward")
+Outcome = Literal["pass", "fail", "inconclusive"]
+ElementVerdict = Literal["pass", "fail", "inconclusive"]
+
+# Allowance factor over the uncertainty; the same 10 as checks.core.tolerances.NUMERICAL_SAFETY: an estimate
+# rarely misses by ten times its own error estimate.
+SAFETY = 10.0
+# An element is judged only when its allowance is at most this fraction of the entry's scale: a pass with
+# an allowance of 50 % would vouch for nothing.
+RESOLUTION = 1e-2
+# For a smooth f the one-sided gap halves with the step (ratio 0.5, or 0.125 where f'' = 0); a kink keeps
+# it near 1. 0.75 sits between the two.
+KINK_RATIO = 0.75
+# A gap must exceed this many times the rounding noise of a one-sided difference (2ε|f|/h) to count.
+KINK_NOISE = 100.0
+# Up to this many outputs, reverse mode runs one backward per output; beyond, the backwards are batched
+# (torch.autograd.grad with is_grads_batched), while the identity it is seeded with stays under this many
+# elements.
+FEW_OUTPUTS = 4
+BATCHED_ROWS_LIMIT = 4_000_000
+# The steps evaluated first, in one batch: the two windows a smooth f needs (each judged against the other).
+FIRST_LEVELS = 4
+# Steps per later batch, for the columns not settled by the first: a window's worth.
+LATER_LEVELS = 3
+
+REASONS = {
+    "kink": "one-sided differences disagree at every step: f is not differentiable at x, or a kink lies "
+            "within h of it; check at another point",
+    "domain": "f is not finite at x ± h for every step tried: x is on the edge of f's domain; check at an "
+              "interior point",
+    "unstable": "estimates at coarse and fine steps disagree: f varies on a scale near the step (a "
+                "staircase such as round, or a fast oscillation); check at another point",
+    "imprecise": "the estimate's uncertainty stays above {resolution:g} of the entry's scale at every step "
+                 "tried; {remedy}",
+    "tolerance": "the estimate's uncertainty is too large to tell whether autograd is within the atol and rtol "
+                 "given; loosen them, or {remedy}",
+}
+
+
+@dataclass(frozen=True)
+class Element:
+    """One Jacobian entry: d f_output / d input by autograd and numerically, what was allowed, the verdict."""
+
+    output: int
+    input: int  # the column: the element's position among all inputs' elements, flattened
+    argument: str
+    index: tuple[int, ...]
+    autograd: float
+    numerical: float
+    error_estimate: float
+    allowed: float
+    step: float
+    verdict: ElementVerdict
+    reason: str  # "" for pass and fail; else a key of REASONS
+    # What the estimate alone supports (its allowance: safety × uncertainty, plus autograd's rounding);
+    # the same as allowed unless the caller gave atol/rtol.
+    supported: float = math.nan
+
+    @property
+    def difference(self) -> float:
+        return abs(self.autograd - self.numerical)
+
+
+@dataclass(frozen=True, eq=False)
+class CheckReport:
+    """The outcome of check_jacobian: both Jacobians (outputs, inputs) in float64, allowances and verdicts.
+
+    mode         -- the autograd mode that produced `autograd` ("reverse" or "forward")
+    method       -- the function that produced it: torch.autograd.grad (reverse mode: one backward per
+                    output, or "with is_grads_batched=True" for many) or torch.func.jacfwd (forward mode)
+    requested    -- the mode asked for; differs from mode when forward mode was not supported
+    note         -- why a fallback happened ("" when none)
+    error        -- per element, the Richardson error estimate of the chosen window
+    steps        -- per element, the finest step of the chosen window
+    levels       -- per column, how many steps were tried (3 for a smooth f)
+    kink, domain, unstable, converged -- per element: a kink found; no finite estimate at any step; a
+                    mismatch that a window at smaller steps contradicts; allowed small enough to judge
+    arguments    -- the checked inputs, named, with their shapes (a complex `z` as `z.real` and `z.imag`; a
+                    sample's positions)
+    evaluations  -- every evaluation of f: the estimate's, the kink test's, f(x) and autograd's forward (the
+                    property checks add one forward of their own, not counted)
+    seconds      -- wall time of the whole check
+    outputs      -- the differentiable outputs, named and placed among the rows
+    skipped      -- the arguments and outputs held fixed (no gradient: integers, bools, non-tensors)
+    call         -- f with its argument names, as the messages show it: "f(x, weight, bias)"
+    order        -- 1, or 2: the Jacobian of f's vector–Jacobian product (second derivatives)
+    seed         -- the seed of every random draw (a sample's elements, order 2's grad_output, the property
+                    checks' vectors)
+    tolerance    -- the caller's atol/rtol (a Tolerance whose reason says so), or None: the estimate's own
+    properties   -- the property checks beside the Jacobian (checks.core.properties), each per element
+    """
+
+    autograd: torch.Tensor
+    numerical: torch.Tensor
+    error: torch.Tensor
+    allowed: torch.Tensor
+    steps: torch.Tensor
+    levels: torch.Tensor
+    kink: torch.Tensor
+    domain: torch.Tensor
+    unstable: torch.Tensor
+    converged: torch.Tensor
+    mode: Mode
+    method: str
+    requested: Mode
+    note: str
+    dtype: str
+    device: str
+    arguments: tuple[Argument, ...]
+    output_shape: tuple[int, ...]
+    evaluations: int
+    seconds: float
+    resolution: float
+    outputs: tuple[Argument, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+    call: str = ""
+    order: int = 1
+    seed: int | None = None
+    tolerance: Tolerance | None = None
+    properties: tuple[PropertyCheck, ...] = ()
+
+    def __repr__(self) -> str:  # the tensors stay out of a test runner's output
+        return f"<CheckReport of {self.call or 'f'}: {self.summary()}>"
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        return self.arguments[0].shape if len(self.arguments) == 1 else (self.autograd.shape[1],)
+
+    @property
+    def difference(self) -> torch.Tensor:
+        return (self.autograd - self.numerical).abs()
+
+    # Cached: a report is immutable, and outcome, summary and message each read these masks.
+    @cached_property
+    def mismatch(self) -> torch.Tensor:
+        """Elements outside their allowance, away from kinks: the evidence of a wrong gradient. (An
+        allowance too wide to judge a pass can still be exceeded: autograd is then wrong by even more.)"""
+        if self.tolerance is not None:
+            return self._against_tolerance[0]
+        return (self.difference > self.allowed) & ~self.kink & ~self.domain & ~self.unstable
+
+    @cached_property
+    def inconclusive(self) -> torch.Tensor:
+        """Elements the evidence cannot judge (a kink, f not finite near x, or an unconverged estimate)."""
+        if self.tolerance is not None:
+            return self._against_tolerance[1]
+        exact = self.difference == 0
+        return ~self.mismatch & (self.kink | self.domain | self.unstable | (~self.converged & ~exact))
+
+    @property
+    def given_allowed(self) -> torch.Tensor:
+        """Per element, what the caller's atol and rtol allow: atol + rtol·|numerical| (as allclose)."""
+        if self.tolerance is None:
+            raise CheckInputError("no atol or rtol was given to this check: its allowance is the estimate's own "
+                                  "(`allowed`)")
+        return self.tolerance.atol + self.tolerance.rtol * self.numerical.abs()
+
+    @cached_property
+    def _against_tolerance(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mismatch, inconclusive) against the caller's tolerance. The true derivative lies within the
+        estimate's allowance of it, so autograd's distance from it lies within that allowance of the
+        difference: a pass needs difference + allowance inside the tolerance, a fail difference - allowance
+        outside it; the rest is inconclusive. Exact agreement passes, as without a tolerance (an entry of 0 that
+        both find, where f_i does not depend on x_j, would otherwise need an atol). A non-finite value never
+        passes."""
+        blind = self.kink | self.domain | self.unstable
+        finite = torch.isfinite(self.autograd) & torch.isfinite(self.numerical)
+        given = self.given_allowed
+        wrong = (finite & (self.difference > given + self.allowed)) | \
+            (~torch.isfinite(self.autograd) & torch.isfinite(self.numerical))
+        mismatch = wrong & ~blind
+        inside = (self.difference + self.allowed <= given) | (self.difference == 0)
+        right = finite & inside & ~blind
+        return mismatch, ~mismatch & ~right
+
+    @cached_property
+    def outcome(self) -> Outcome:
+        """"fail" where an element is outside its allowance or a property check failed; else "inconclusive"
+        where an element could not be judged; else "pass"."""
+        if bool(self.mismatch.any()) or any(check.outcome == "fail" for check in self.properties):
+            return "fail"
+        return "inconclusive" if bool(self.inconclusive.any()) else "pass"
+
+    @property
+    def passed(self) -> bool:
+        """Every element judged and within its allowance. Not passed is not failed: see outcome."""
+        return self.outcome == "pass"
+
+    @property
+    def failed(self) -> bool:
+        """Some element is wrong, or a property check failed: see outcome."""
+        return self.outcome == "fail"
+
+    @property
+    def kinks(self) -> int:
+        return int((self.kink & ~self.mismatch).sum())
+
+    def reason(self, i: int, j: int) -> str:
+        if self.mismatch[i, j] or not self.inconclusive[i, j]:
+            return ""
+        if self.kink[i, j] or self.domain[i, j] or self.unstable[i, j]:
+            return "kink" if self.kink[i, j] else "domain" if self.domain[i, j] else "unstable"
+        return "tolerance" if self.tolerance is not None else "imprecise"
+
+    def explain(self, reason: str) -> str:
+        """Why an element could not be judged (a key of REASONS: "kink", "domain", ...), and what would settle
+        it."""
+        remedy = "check in float64" if self.dtype == "float32" else \
+            "check at another point, or rescale f so that it does not vary on a scale near ε"
+        return REASONS[reason].format(resolution=self.resolution, remedy=remedy)
+
+    def argument_of(self, column: int) -> Argument:
+        return next(a for a in reversed(self.arguments) if a.offset <= column)
+
+    def elements(self) -> list[Element]:
+        """The per-element report, row by row (output index, then column)."""
+        mismatch, inconclusive = self.mismatch, self.inconclusive
+        allowed = self.allowed if self.tolerance is None else self.given_allowed
+        rows = []
+        for i in range(self.autograd.shape[0]):
+            for j in range(self.autograd.shape[1]):
+                verdict = "fail" if mismatch[i, j] else "inconclusive" if inconclusive[i, j] else "pass"
+                argument = self.argument_of(j)
+                rows.append(Element(i, j, argument.name, argument.index(j), float(self.autograd[i, j]),
+                                    float(self.numerical[i, j]), float(self.error[i, j]), float(allowed[i, j]),
+                                    float(self.steps[i, j]), verdict, self.reason(i, j), float(self.allowed[i, j])))
+        return rows
+
+    def frame(self):
+        """The per-element report as a table (pandas), with the dtype and device of the check beside."""
+        import pandas as pd
+
+        several = len(self.arguments) > 1
+        return pd.DataFrame([
+            # The verdict first: on a phone the rest of the row scrolls, the verdict stays in view.
+            {"verdict": e.verdict, "why": e.reason, "output": e.output,
+             **({"argument": e.argument, "index": str(e.index)} if several else {"input": e.input}),
+             "autograd": e.autograd, "numerical": e.numerical, "error estimate": e.error_estimate,
+             "allowed": e.allowed, "dtype": self.dtype, "device": self.device, "mode": self.mode}
+            for e in self.elements()
+        ])
+
+    def summary(self) -> str:
+        """One line: the outcome, how many elements failed or could not be judged, mode, dtype, device."""
+        total = self.autograd.numel()
+        failed, unsure = int(self.mismatch.sum()), int(self.inconclusive.sum())
+        wrong = [f"{failed} of {total} elements outside their allowance"] if failed else []
+        wrong += [f"{check.name} failed" for check in self.properties if check.outcome == "fail"]
+        state = {"pass": "passed",
+                 "fail": "failed: " + ", ".join(wrong),
+                 "inconclusive": f"inconclusive: {unsure} of {total} elements could not be judged"}[self.outcome]
+        if self.outcome == "fail" and unsure:
+            state += f", {unsure} could not be judged"
+        kinks = f", {self.kinks} at a kink" if self.kinks else ""
+        order = "second order, " if self.order == 2 else ""
+        return (f"{state}{kinks} ({order}{self.mode} mode, {self.dtype}, {self.device}, "
+                f"{self.evaluations} evaluations of f)")
+
+    def output_index(self, row: int) -> tuple[int, ...]:
+        """The multi-index in f's output of a Jacobian row (flat for tuple outputs)."""
+        return unravel(row, self.output_shape)
+
+    def output_label(self, row: int) -> str:
+        """A Jacobian row as f's output and index: "output (2,)", "output 1 (0,)", "output.imag (3,)"."""
+        if not self.outputs:
+            return f"output {self.output_index(row)}"
+        output = next(o for o in reversed(self.outputs) if o.offset <= row)
+        return f"{output.name} {output.index(row)}"
+
+    def where(self, element: Element) -> str:
+        """An element named by input and index, and by output and index."""
+        return f"input `{element.argument}`, element {element.index}, {self.output_label(element.output)}"
+
+    def wrong_gradients(self) -> str:
+        """The backward that is wrong, by input: "the gradient with respect to input `b` is wrong" ("" if
+        none)."""
+        wrong = list(dict.fromkeys(self.argument_of(int(j)).name for j in self.mismatch.any(0).nonzero()[:, 0]))
+        if not wrong:
+            return ""
+        names = " and ".join(", ".join(f"`{name}`" for name in wrong).rsplit(", ", 1))
+        several = len(wrong) > 1
+        if self.order == 2:
+            return (f"the derivative{'s' * several} of the vector–Jacobian product with respect to "
+                    f"input{'s' * several} {names} {'are' if several else 'is'} wrong (f's double backward)")
+        return (f"the gradient{'s' * several} with respect to input{'s' * several} {names} "
+                f"{'are' if several else 'is'} wrong")
+
+    def message(self, limit: int = 3) -> str:
+        """A torch.testing.assert_close-style account: what differed, where, by how much, what was allowed;
+        which gradient is wrong; the worst `limit` elements."""
+        total = self.autograd.numel()
+        signature = self.call or f"f({', '.join(a.name for a in self.arguments)})"
+        how = f"{self.method} ({self.mode} mode)"
+        elements = self.elements()
+        wrong = [e for e in elements if e.verdict == "fail"]
+        unsure = [e for e in elements if e.verdict == "inconclusive"]
+        head = {"fail": "are not close!", "inconclusive": "could not be judged!", "pass": "are close."}
+        if any(check.outcome == "fail" for check in self.properties) and not wrong:
+            head["fail"] = "are close, but a property check failed!"
+        what = "Gradients" if self.order == 1 else "Second derivatives"
+        lines = [f"{what} of {signature} {head[self.outcome]} ({self.dtype}, {self.device})"]
+        if wrong:
+            def relative(e: Element) -> float:
+                return e.difference / abs(e.numerical) if e.numerical else float("inf")
+
+            absolute, worst_relative = max(wrong, key=lambda e: e.difference), max(wrong, key=relative)
+            lines += [
+                f"Mismatched elements: {len(wrong)} / {total} ({100 * len(wrong) / total:.1f}%): "
+                f"{self.wrong_gradients()}",
+                f"Greatest absolute difference: {absolute.difference:.3g} at {self.where(absolute)} "
+                f"(up to {absolute.allowed:.3g} allowed)",
+                f"Greatest relative difference: {relative(worst_relative):.3g} at {self.where(worst_relative)} "
+                f"(up to {worst_relative.allowed / abs(worst_relative.numerical or 1):.3g} allowed)",
+            ]
+            # The worst first; the count of the rest is in the line above.
+            for e in sorted(wrong, key=lambda e: -e.difference / e.allowed if e.allowed else -math.inf)[:limit]:
+                lines.append(f"  {self.where(e)}: autograd {e.autograd:.10g} vs numerical {e.numerical:.10g}, "
+                             f"difference {e.difference:.3g} (up to {e.allowed:.3g} allowed)")
+        if unsure:
+            lines.append(f"Elements not judged: {len(unsure)} / {total}")
+            for reason in dict.fromkeys(e.reason for e in unsure):
+                mine = [e for e in unsure if e.reason == reason]
+                lines.append(f"  {reason}: {self.explain(reason)}")
+                for e in mine[:limit]:
+                    lines.append(f"    {self.where(e)}: autograd {e.autograd:.6g}, numerical {e.numerical:.6g} "
+                                 f"± {e.supported:.2g}")
+                if len(mine) > limit:
+                    lines.append(f"    and {len(mine) - limit} more")
+        for check in self.properties:
+            lines += check.message()
+        allowed = f"{SAFETY:g} × (its error estimate + rounding)" if self.tolerance is None else \
+            (f"atol + rtol·|numerical| (atol={self.tolerance.atol:g}, rtol={self.tolerance.rtol:g}, given) beyond "
+             f"the estimate's own allowance")
+        if self.order == 2:
+            how += (" of f's vector–Jacobian product J(x)ᵀ·v, v (`grad_output`) uniform in [-1, 1] with seed "
+                    f"{self.seed}")
+        lines.append(f"Autograd by {how}; numerical by Richardson-extrapolated central differences at steps "
+                     f"chosen per element ({int(self.levels.max())} steps tried at most), each element allowed "
+                     f"{allowed}; {self.evaluations} evaluations of f.{self._held()}")
+        return "\n".join(lines)
+
+    def _held(self) -> str:
+        """What the check left out: arguments held fixed, elements not sampled ("" when nothing)."""
+        words = ""
+        if self.skipped:
+            words += f" Held fixed (no gradient): {', '.join(s.describe() for s in self.skipped)}."
+        sampled = [a for a in self.arguments if a.positions is not None]
+        if sampled:
+            words += (f" Checked a random sample (seed {self.seed}): "
+                      + ", ".join(f"{a.numel} of {a.size} elements of `{a.name}`" for a in sampled) + ".")
+        return words
+
+
+def check_jacobian(
+    f: Function,
+    *inputs: object,
+    mode: Mode = "reverse",
+    order: int = 1,
+    atol: float | None = None,
+    rtol: float | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    nondet_tol: float = 0.0,
+    check_undefined_grad: bool = True,
+    check_batched_grad: bool = False,
+    step: float | None = None,
+    safety: float = SAFETY,
+    resolution: float = RESOLUTION,
+    kinks: bool = True,
+    names: Sequence[str] | None = None,
+) -> CheckReport:
+    """Compare autograd's Jacobian of f at the inputs with an adaptive Richardson estimate.
+
+    A mismatch is a report, not a raise (assert_gradients raises). f takes the inputs and returns a tensor
+    or a tuple of tensors. Real floating-point tensors (float32, float64; all checked ones of one dtype and
+    device) are checked element by element; a complex tensor by its real and imaginary parts (the
+    Wirtinger derivatives, as gradcheck checks them); integer and bool tensors and non-tensor arguments are
+    held fixed and named in the report (skipped), as are integer outputs in a tuple.
+
+    mode       -- "reverse" (plain autograd: torch.autograd.grad) or "forward" (forward-mode derivatives,
+                  as gradcheck's check_forward_ad: torch.func.jacfwd, or dual numbers of
+                  torch.autograd.forward_ad where torch.func cannot transform f); where f has no forward-mode
+                  derivative at all (a custom Function without jvp) the check falls back to reverse mode,
+                  and the report's mode and note say so
+    order      -- 1 (the Jacobian), or 2: the Jacobian of the vector–Jacobian product J(x)ᵀ·v with respect to
+                  the inputs and v (random, from seed), as gradgradcheck: autograd differentiates the
+                  backward again (reverse mode: reverse-over-reverse; forward: forward-over-reverse)
+    atol, rtol -- a tolerance of your own: each element allowed atol + rtol·|numerical| (a missing one is 0).
+                  Judged against the estimate's own uncertainty, recorded beside it: a pass needs autograd
+                  within the tolerance however the estimate errs, a fail outside it; NaN never passes
+    sample     -- check this many elements of each input, drawn at random with seed (the rest held fixed)
+    seed       -- seeds every random draw (sample, order 2's v, the property checks' vectors); in the report
+    nondet_tol -- how far two backward passes over one graph may differ (the reentrancy check, as
+                  gradcheck's nondet_tol; 0: exactly equal)
+    check_undefined_grad -- check the backward with undefined (None) output gradients, as gradcheck does
+    check_batched_grad   -- check that vmap over the backward (is_grads_batched) agrees with a loop
+    step       -- the relative start step h0 (default ε^(1/7)); smaller steps follow where needed
+    safety     -- the allowance factor over the uncertainty
+    resolution -- an element is judged only when its allowance is at most this fraction of its scale
+    kinks      -- run the one-sided kink test (from the same evaluations: no extra cost)
+    names      -- the inputs' names (default: f's parameter names)
+    """
+    if mode not in MODES:
+        raise CheckInputError(f"mode={mode!r} is not an autograd mode; use one of {MODES}")
+    integer(order, "order (1: the Jacobian; 2: second derivatives)", minimum=1, maximum=2)
+    tolerance = _given_tolerance(atol, rtol)
+    if sample is not None:
+        integer(sample, "sample (elements checked per input)", minimum=1)
+    integer(seed, "seed", minimum=0)
+    number(nondet_tol, "nondet_tol", minimum=0)
+    flag(check_undefined_grad, "check_undefined_grad")
+    flag(check_batched_grad, "check_batched_grad")
+    number(safety, "safety (a factor over the error estimate)", minimum=1)
+    flag(kinks, "kinks")
+    if not (isinstance(resolution, (int, float)) and 0 < resolution < 1):
+        raise CheckInputError(f"resolution must be a fraction between 0 and 1, got {resolution!r}")
+    start = time.perf_counter()
+    first = Signature(f, inputs, names, sample=sample, seed=seed)
+    g = first if order == 1 else SecondOrder(first, seed)
+    arguments, x, value = g.arguments, g.x, g.value
+    if not torch.isfinite(value).all():
+        raise NaNInputError(f"{g.call} is not finite at {g.shown()}: the Jacobian there is undefined")
+    memory(value.numel() * x.numel() * 8, f"autograd's Jacobian of {value.numel()} outputs by {x.numel()} inputs",
+           "it is held whole in float64 beside a numerical one of the same size; check a smaller x, or "
+           "sample=k elements of each input")
+    require_memory(x, "richardson")
+    jacobian, used, method, note = _autograd_jacobian(g, x, mode, value.numel(), order)
+    eps, tiny = machine_epsilon(x.dtype), float(torch.finfo(x.dtype).tiny)
+    # ε^(1/7), the optimum of a window of three steps (T22, truncation of order h⁶); smaller steps follow
+    # where an element needs them.
+    h0 = default_step("richardson", x.dtype, 3).h0 if step is None else _relative_step(step)
+    evaluate = _Evaluator(g, x, None, scalar=False, reference=value)
+    search = _Search(evaluate, x, value, h0, eps, tiny, safety, resolution)
+    search.run()
+    numerical, error, allowed, steps, converged = search.result()
+    allowed = allowed + _autograd_floor(jacobian, numerical, eps, safety)
+    # A failure must survive smaller steps: a staircase (round) or a fast oscillation can fool one window
+    # into converging to a slope f does not have. Columns with a mismatch get every smaller step that could
+    # still resolve it; where the chosen and that finest (witness) window disagree, neither is believed.
+    difference = (jacobian - numerical).abs()
+    suspect_elements = (difference > allowed) & torch.isfinite(numerical)
+    suspect = suspect_elements.any(0)
+    unstable = torch.zeros_like(converged)
+    if suspect.any():
+        search.confirm(torch.where(suspect_elements, difference, torch.zeros_like(difference)))
+        numerical, error, allowed, steps, converged = search.result()
+        allowed = allowed + _autograd_floor(jacobian, numerical, eps, safety)
+        finest, finest_allowed = search.finest()
+        unstable = (numerical - finest).abs() > allowed + finest_allowed
+        unstable &= suspect.unsqueeze(0)
+    domain = ~torch.isfinite(numerical)
+    kink = torch.zeros_like(domain)
+    if kinks:
+        kink = search.kinks(search.chosen_window())
+        if suspect.any():
+            # A jump closer to x than the chosen steps (round near its boundary) shows at the witness steps.
+            kink |= search.kinks(search.finest_window()) & suspect.unsqueeze(0)
+        kink &= ~domain
+    evaluations = evaluate.count + 2  # plus f(x) above and autograd's own forward
+    note = "; ".join(filter(None, [note, evaluate.note]))
+    properties = (unmutated(first.names, first.before, first.after),
+                  *_derivative_properties(g, used, seed, nondet_tol, check_undefined_grad, check_batched_grad))
+    return CheckReport(
+        autograd=jacobian, numerical=numerical, error=error, allowed=allowed, steps=steps,
+        levels=torch.from_numpy(search.tried.copy()), kink=kink, domain=domain, unstable=unstable & ~domain,
+        converged=converged & ~domain,
+        mode=used, method=method, requested=mode, note=note, dtype=dtype_name(x.dtype), device=x.device.type,
+        arguments=arguments, output_shape=tuple(value.shape) if len(g.outputs) > 1 else g.outputs[0].shape,
+        evaluations=evaluations, seconds=time.perf_counter() - start, resolution=resolution,
+        outputs=g.outputs, skipped=g.skipped, call=g.call, order=order, seed=seed, tolerance=tolerance,
+        properties=properties,
+    )
+
+
+def _given_tolerance(atol: object, rtol: object) -> Tolerance | None:
+    """The caller's atol/rtol as a Tolerance that says whose it is; None when neither was given."""
+    if atol is None and rtol is None:
+        return None
+    atol = 0.0 if atol is None else number(atol, "atol", minimum=0)
+    rtol = 0.0 if rtol is None else number(rtol, "rtol", minimum=0)
+    if rtol >= 1:
+        raise CheckInputError(f"rtol={rtol!r} allows a difference as large as the gradient itself: a zero (or "
+                              f"sign-flipped) gradient would pass; use rtol < 1")
+    return Tolerance(rtol=rtol, atol=atol, reason=f"given by the caller (atol={atol:g}, rtol={rtol:g}); checked "
+                                                  f"against the estimate's own uncertainty")
+
+
+def _derivative_properties(g: Signature | SecondOrder, mode: Mode, seed: int, nondet_tol: float,
+                           undefined: bool, vectorized: bool) -> tuple[PropertyCheck, ...]:
+    """The property checks of the derivatives the check used: reentrancy and undefined output gradients of
+    the backward (reverse mode); undefined tangents (forward mode, first order: second order's tangents
+    enter f's backward through one flat vector); batched gradients on request (either mode)."""
+    checks = []
+    if mode == "forward":
+        if undefined and isinstance(g, Signature):
+            checks.append(undefined_tangents(g, seed))
+        if vectorized:
+            checks.append(batched_forward(g, seed))
+        return tuple(checks)
+    graph = Graph.of(g)
+    checks.append(reentrant(graph, seed, nondet_tol))
+    if undefined:
+        checks.append(undefined_gradients(graph, seed))
+    if vectorized:
+        checks.append(batched(graph, seed))
+    return tuple(checks)
+
+
+class _Search:
+    """The adaptive step search: central differences at h0·max(|x|, 1)·2^-k, column by column.
+
+    Its bookkeeping is numpy float64 on the CPU: the tables are small, and each torch operation on them would
+    cost more in dispatch than in arithmetic; f is evaluated in torch, on x's device, in x's dtype.
+    """
+
+    def __init__(self, evaluate: _Evaluator, x: torch.Tensor, value: torch.Tensor, h0: float, eps: float,
+                 tiny: float, safety: float, resolution: float) -> None:
+        self.evaluate, self.eps, self.tiny = evaluate, eps, tiny
+        self.safety, self.resolution = safety, resolution
+        self.device = x.device
+        self.x = x.detach().reshape(-1).cpu().numpy()  # in x's dtype: the points are built from it
+        self.value = value.detach().to(torch.float64).reshape(-1).cpu().numpy()
+        self.magnitude = np.abs(self.x.astype(np.float64))
+        n, m = self.x.size, self.value.size
+        self.size = np.maximum(self.magnitude, 1.0)
+        self.grid = np.indices((n, m), sparse=True)  # (column, output) indices into the (n, m) tables
+        self.h0 = h0
+        floor = eps ** 0.75
+        self.max_levels = max(FIRST_LEVELS, math.ceil(math.log2(h0 / floor)) + 1)
+        # Per level (NaN where not computed): the central differences (level, n, m); the gap between
+        # one-sided differences |f(x + h) + f(x - h) - 2 f(x)| / h = |D+ - D-|, which the kink test reads
+        # from the same evaluations; the step (level, n).
+        self.differences = np.full((FIRST_LEVELS, n, m), np.nan)
+        self.gaps = np.full((FIRST_LEVELS, n, m), np.nan)
+        self.h = np.full((FIRST_LEVELS, n), np.nan)
+        self.levels = np.zeros(n, dtype=np.int64)  # per column, one past its finest level
+        self.tried = np.zeros(n, dtype=np.int64)  # per column, how many steps were evaluated
+        self.active = np.ones(n, dtype=bool)
+        self.witness = np.full(n, -1, dtype=np.int64)  # per column, the window confirm() checks against
+        self.depth = 0  # levels computed for at least one column
+        # The windows and the choice for the tables as they stand (recomputed after each level).
+        self._windows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._chosen: tuple | None = None
+
+    def run(self) -> None:
+        # One batch: the steps a smooth f needs (two windows, each judged against the other); then the
+        # columns not yet settled, LATER_LEVELS steps per batch (a call of f costs more than its points).
+        self._levels(tuple(range(FIRST_LEVELS)), np.flatnonzero(self.active))
+        self._stop_judged_columns(FIRST_LEVELS - 1)
+        for first in range(FIRST_LEVELS, self.max_levels, LATER_LEVELS):
+            columns = np.flatnonzero(self.active)
+            if columns.size == 0:
+                break
+            levels = tuple(range(first, min(first + LATER_LEVELS, self.max_levels)))
+            self._levels(levels, columns)
+            self._stop_judged_columns(levels[-1])
+
+    def _levels(self, levels: tuple[int, ...], columns: np.ndarray) -> None:
+        """Central differences at the given levels for the given columns, evaluated as one batch."""
+        self._pairs(np.repeat(np.asarray(levels, dtype=np.int64), columns.size), np.tile(columns, len(levels)))
+
+    def _pairs(self, level_of: np.ndarray, column_of: np.ndarray) -> None:
+        """Central differences at level_of[k] for column column_of[k], every pair in one batch."""
+        # The points are built in numpy, in x's dtype: IEEE addition rounds alike there and on any device.
+        x = self.x
+        wanted = (self.h0 * 2.0 ** -level_of * self.size[column_of]).astype(x.dtype)
+        h = ((x[column_of] + wanted) - x[column_of]).astype(np.float64)  # the steps x really receives
+        usable = h != 0
+        self.active[column_of[~usable]] = False  # the step rounded to zero: no smaller step exists
+        if not usable.any():
+            return
+        used, level_of, h = column_of[usable], level_of[usable], h[usable]
+        rows = h.size
+        points = np.tile(x, (2 * rows, 1))
+        points[np.arange(rows), used] += h.astype(x.dtype)
+        points[np.arange(rows, 2 * rows), used] -= h.astype(x.dtype)
+        values = self.evaluate(torch.from_numpy(points).to(self.device)).cpu().numpy()
+        plus, minus = values[:rows], values[rows:]
+        self._grow(int(level_of.max()) + 1)
+        self.differences[level_of, used] = (plus - minus) / (2 * h)[:, None]
+        self.gaps[level_of, used] = np.abs(plus + minus - 2 * self.value) / h[:, None]
+        self.h[level_of, used] = h
+        np.maximum.at(self.levels, used, level_of + 1)
+        np.add.at(self.tried, used, 1)
+        self.depth, self._chosen, self._windows = max(self.depth, int(level_of.max()) + 1), None, None
+
+    def _grow(self, depth: int) -> None:
+        """Room for `depth` levels in the per-level tables (NaN where a level is not computed)."""
+        missing = depth - self.h.shape[0]
+        if missing > 0:
+            def more(table: np.ndarray) -> np.ndarray:
+                return np.concatenate([table, np.full((missing, *table.shape[1:]), np.nan)])
+
+            self.differences, self.gaps, self.h = more(self.differences), more(self.gaps), more(self.h)
+
+    def windows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per window k (steps k, k+1, k+2): Neville's T22 (k, n, m), its error and the finest step (k, n, 1)."""
+        d, h = self.differences[:self.depth], self.h[:self.depth, :, None] ** 2
+        first = (h[:-1] * d[1:] - h[1:] * d[:-1]) / (h[:-1] - h[1:])
+        best = (h[:-2] * first[1:] - h[2:] * first[:-1]) / (h[:-2] - h[2:])
+        # Ridders' error, the change the last extrapolation made, is the error of the once-extrapolated
+        # value (order h⁴), far above that of T22 (order h⁶) where truncation dominates. The change to the
+        # neighbouring windows' T22, one step coarser and one finer, measures T22's own error (as
+        # numdifftools does). Taking the larger change, on either side, spans five steps: noisy windows
+        # rarely agree with both neighbours by chance. A window with no finite neighbour keeps Ridders'.
+        ridders = np.maximum(np.abs(best - first[1:]), np.abs(best - first[:-1]))
+        change = np.abs(best[1:] - best[:-1])
+        missing = np.full((1, *best.shape[1:]), np.nan)
+        # fmax ignores a NaN side: a window beside a missing one is judged by the other.
+        error = np.fmax(np.concatenate([missing, change]), np.concatenate([change, missing]))
+        error = np.where(np.isnan(error), ridders, error)
+        return best, error, self.h[2:self.depth, :, None]
+
+    def scale(self) -> np.ndarray:
+        """Per output, |f_i(x)| + Σ_k |J_ik|·|x_k|: the size of what f_i is computed from, shape (m,)."""
+        value, _, uncertainty, _, _ = self._choose()
+        numerical = np.where(np.isfinite(uncertainty) & np.isfinite(value), value, 0.0)
+        return np.abs(self.value) + self.magnitude @ np.abs(numerical)
+
+    def _choose(self):
+        if self._chosen is None:
+            self._chosen = self._least_uncertain()
+        return self._chosen
+
+    def _least_uncertain(self, rough: np.ndarray | None = None):
+        """Per element, the window of least uncertainty: (value, error, uncertainty, finest step, window).
+
+        The rounding term needs the Jacobian's size; a first choice with |f| alone supplies it (a garbage
+        coarse window must not inflate the scale of every other).
+        """
+        if self._windows is None:
+            self._windows = self.windows()
+        best, error, finest = self._windows
+        size = 0.0 if rough is None else self.magnitude @ np.abs(np.where(np.isfinite(rough), rough, 0.0))
+        scale = np.abs(self.value) + size  # (m,)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rounding = self.eps * scale / np.abs(finest)
+            uncertainty = error + rounding + self.tiny
+            uncertainty = np.where(np.isfinite(uncertainty) & np.isfinite(best), uncertainty, np.inf)
+            # Relative, not absolute: at coarse steps a fast-varying f can look flat, and a small garbage
+            # value has a small absolute error estimate. Relative to the entry's scale (√ε of its row's and
+            # column's largest |J|) where its own value is smaller: an entry that is 0 (f_i does not depend
+            # on x_j) would otherwise be judged by its rounding noise, and the noisiest window would win.
+            floor = self.tiny if rough is None else np.sqrt(self.eps) * self._reference(rough)
+            relative = uncertainty / np.fmax(np.abs(best), np.fmax(floor, self.tiny))
+        # An element at which f did not change at any step (f does not depend on that input, or is constant
+        # there) is settled. A flat window among sloped ones is not: at small steps a staircase (round, or
+        # a forward whose rounding is coarse, ndtr far in its tail) looks flat between its jumps.
+        flat = ((best == 0) & (error == 0)) | ~np.isfinite(best)
+        settled = flat.all(0) & np.isfinite(best).any(0)
+        relative = np.where(settled & (best == 0), 0.0, relative)
+        window = relative.argmin(0)  # (n, m)
+        self._all = (best, uncertainty)
+        rows, columns = self.grid
+        chosen = [best[window, rows, columns], error[window, rows, columns], uncertainty[window, rows, columns],
+                  finest[window, rows, 0]]
+        if rough is None:
+            return self._least_uncertain(np.where(np.isfinite(chosen[2]), chosen[0], 0.0))
+        return (*chosen, window)
+
+    @staticmethod
+    def _reference(value: np.ndarray) -> np.ndarray:
+        """(n, m): each entry's scale, the largest |J| in its row and column."""
+        size = np.abs(np.where(np.isfinite(value), value, 0.0))
+        return np.maximum(size.max(0, keepdims=True), size.max(1, keepdims=True))
+
+    def _judged(self, value: np.ndarray, uncertainty: np.ndarray, resolution: float | None = None) -> np.ndarray:
+        """(n, m): allowed small enough against the entry's scale (its row's and column's largest |J|)."""
+        resolution = self.resolution if resolution is None else resolution
+        exact_zero = (value == 0) & (uncertainty <= self.tiny * 2)
+        return (self.safety * uncertainty <= resolution * self._reference(value)) | exact_zero
+
+    def _stop_judged_columns(self, level: int) -> None:
+        """Stop a column once every element is judged and either precise (uncertainty at most ε^(2/3) of
+        its scale: as good as a smooth f gives) or no longer improving (its best window is two or more
+        steps behind the latest); or once rounding at its latest step alone exceeds the best uncertainty
+        found (a smaller step can only be worse)."""
+        value, _, uncertainty, _, window = self._choose()
+        judged = self._judged(value, uncertainty)
+        precise = self._judged(value, uncertainty, self.eps ** (2 / 3) / self.safety)
+        stalled = (level - 2 - window) >= 2
+        done = (judged & (precise | stalled)).all(1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rounding = self.eps * self.scale()[None, :] / np.abs(self.h[level])[:, None]  # (n, m)
+        hopeless = (rounding > uncertainty).all(1)
+        self.active &= ~(done | hopeless)
+
+    def result(self) -> tuple[torch.Tensor, ...]:
+        """(numerical, error, allowed before autograd's floor, finest step, judged), each (m, n), torch."""
+        value, error, uncertainty, finest, _ = self._choose()
+        judged = self._judged(value, uncertainty) & np.isfinite(uncertainty)
+        value = np.where(np.isfinite(uncertainty), value, np.nan)
+        return tuple(torch.from_numpy(np.ascontiguousarray(t.T))
+                     for t in (value, error, self.safety * uncertainty, finest, judged))
+
+    def confirm(self, mismatch: torch.Tensor) -> None:
+        """Smaller steps for the columns with a mismatch (m, n), in one batch: the next window, and the
+        finest whose rounding could still resolve the mismatch (safety × rounding a quarter of it, at most
+        the floor ε^(3/4)). A staircase whose stair fits the coarse steps exactly (round, at steps 2^-k
+        apart) looks smooth there and flat below the stair: the finest window must see the same slope."""
+        mismatch = mismatch.numpy().T  # (n, m)
+        columns = np.flatnonzero((mismatch > 0).any(1))
+        # The smallest step at which the rounding allowance stays a quarter of the mismatch, per column: a
+        # window there can still contradict the chosen one by the mismatch.
+        with np.errstate(divide="ignore"):
+            finest_step = np.where(mismatch > 0, 4 * self.safety * self.eps * self.scale()[None, :]
+                                   / np.maximum(mismatch, self.tiny), np.inf).min(1)
+        depth = self.levels[columns]
+        deepest = np.floor(np.log2(self.h0 * self.size[columns] / np.maximum(finest_step[columns], self.tiny)))
+        last = np.clip(deepest.astype(np.int64), np.minimum(depth + 2, self.max_levels - 1), self.max_levels - 1)
+        pairs = [(level, column) for column, first, finest in zip(columns.tolist(), depth.tolist(), last.tolist())
+                 # The next window and the witness window; steps in between add nothing the witness does
+                 # not show, and steps already evaluated (a column that went deep) are not evaluated again.
+                 for level in sorted({first, first + 1, first + 2, finest - 2, finest - 1, finest})
+                 if first <= level < self.max_levels]
+        if pairs:
+            self._pairs(*map(np.asarray, zip(*pairs)))
+        self.witness[columns] = np.maximum(last - 2, 0)
+
+    def finest(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per element, the value and allowance (safety × uncertainty) of its column's witness window (the
+        finest window of a column without a mismatch), (m, n)."""
+        self._choose()
+        best, uncertainty = self._all
+        rows, columns = self.grid
+        last = self.finest_window()[:, None]
+        value, spread = best[last, rows, columns], uncertainty[last, rows, columns]
+        return torch.from_numpy(np.ascontiguousarray(value.T)), torch.from_numpy(np.ascontiguousarray(self.safety * spread.T))
+
+    def finest_window(self) -> np.ndarray:
+        """Per column, the index (its first step) of the window confirm() chose as witness, else the finest."""
+        return np.where(self.witness >= 0, self.witness, np.maximum(self.levels - 3, 0))
+
+    def chosen_window(self) -> np.ndarray:
+        """Per column, the window chosen for its finest-resolved element."""
+        return self._choose()[-1].max(1)
+
+    def kinks(self, window: np.ndarray) -> torch.Tensor:
+        """(m, n): at each column's window k, one-sided differences whose gap does not halve from step k to
+        step k + 1 (a smooth f: h·f'' halves; a kink: the jump in slope stays), above rounding noise."""
+        columns = np.arange(window.size)
+        coarse, fine = self.gaps[window, columns], self.gaps[window + 1, columns]  # (n, m)
+        noise = 2 * self.eps * self.scale()[None, :] / np.abs(self.h[window + 1, columns])[:, None]
+        with np.errstate(invalid="ignore"):
+            found = (fine > KINK_RATIO * coarse) & (fine > KINK_NOISE * noise)  # False where a level is missing
+        return torch.from_numpy(np.ascontiguousarray(found.T))
+
+
+def _autograd_floor(jacobian: torch.Tensor, numerical: torch.Tensor, eps: float, safety: float) -> torch.Tensor:
+    """autograd's own rounding: ε times the scale of the entry's row and column, of either Jacobian."""
+    both = torch.maximum(jacobian.abs(), numerical.abs().nan_to_num(0.0))
+    return safety * eps * torch.maximum(both.amax(1, keepdim=True), both.amax(0, keepdim=True))
+
+
+def _autograd_jacobian(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, mode: Mode, outputs: int,
+                       order: int = 1) -> tuple[torch.Tensor, Mode, str, str]:
+    """Autograd's Jacobian as (outputs, inputs) float64 on the CPU, the mode and the function that made it,
+    and why a fallback happened ("" when none).
+
+    Reverse mode is plain autograd, what loss.backward() runs: one forward, then the rows of the Jacobian
+    from torch.autograd.grad, batched over the outputs (is_grads_batched) where there are more than a few,
+    one backward per output otherwise or where the backward cannot be batched. (torch.func.jacrev would
+    give the same rows, but imports torch._dynamo on first use, about a second in every fresh process.)
+    Forward mode is checks.core.forward's (jacfwd, or dual numbers); for order 2, f is a vector–Jacobian
+    product that calls autograd inside, which only dual numbers can differentiate (forward-over-reverse).
+    """
+    note = ""
+    if mode == "forward":
+        try:
+            jacobian, method, note = forward_jacobian(f, x, outputs, transforms=order == 1,
+                                                      differentiable=order == 2)
+            return jacobian, mode, method, note
+        # A custom Function without jvp has no forward-mode derivative; plain autograd can still do
+        # reverse mode.
+        except NoForwardMode as error:
+            note = f"f has no forward-mode derivative: {error}; reverse mode by torch.autograd.grad instead"
+    leaf = x.clone().requires_grad_(True)
+    with in_place_named():
+        value = f(leaf)
+        if not value.requires_grad:  # no output depends on x: a zero Jacobian, as autograd defines it
+            return torch.zeros(outputs, x.numel(), dtype=torch.float64), "reverse", "torch.autograd.grad", note
+        if outputs > FEW_OUTPUTS and outputs * outputs <= BATCHED_ROWS_LIMIT:
+            try:
+                seeds = torch.eye(outputs, dtype=value.dtype, device=value.device)
+                (rows,) = torch.autograd.grad(value, leaf, seeds, retain_graph=True, is_grads_batched=True,
+                                              allow_unused=True)
+                rows = torch.zeros(outputs, x.numel(), dtype=x.dtype, device=x.device) if rows is None else rows
+                return flat_jacobian(rows, x), "reverse", "torch.autograd.grad with is_grads_batched=True", note
+            except (RuntimeError, NotImplementedError) as error:  # a backward vmap cannot batch
+                note = "; ".join(filter(None, [note, f"torch.autograd.grad could not batch f's backward "
+                                                     f"({first_line(error)}); one backward per output instead"]))
+        rows = [torch.autograd.grad(value[i], leaf, retain_graph=i + 1 < outputs, allow_unused=True)[0]
+                for i in range(outputs)]
+    rows = [torch.zeros_like(x) if row is None else row for row in rows]
+    return flat_jacobian(torch.stack(rows), x), "reverse", "torch.autograd.grad", note
+
+
+class GradientMismatchError(AssertionError):
+    """assert_gradients found elements of autograd's Jacobian outside their allowance."""
+
+
+class InconclusiveGradientError(AssertionError):
+    """assert_gradients could not judge some elements (a kink, f not finite near the inputs, or an estimate
+    too uncertain), and none failed: the gradient is neither vouched for nor refuted. The message says why,
+    per element, and what would settle it."""
+
+
+def assert_gradients(f: Function, *inputs: object, **options) -> CheckReport:
+    """Raise unless autograd's Jacobian of f at the inputs agrees with the numerical one: for test suites.
+
+    GradientMismatchError (an AssertionError) names the gradient that is wrong ("the gradient with respect
+    to input `b`") and each mismatched element by input and index, with both values, the difference and the
+    allowance; InconclusiveGradientError (also an AssertionError) says which elements could not be judged
+    and why. Options as for check_jacobian (atol=, rtol=, mode=, order=, sample=, ...). Returns the report
+    on a pass.
+    """
+    __tracebackhide__ = True  # pytest shows the message, not this frame
+    return _raise_unless_passed(check_jacobian(f, *inputs, **options))
+
+
+def check_module(module: torch.nn.Module, loss: Callable[[torch.Tensor], torch.Tensor], *args: object,
+                 inputs: bool = True, **options) -> CheckReport:
+    """check_jacobian of loss(module(*args)) with respect to the module's trainable parameters, each named
+    as in module.named_parameters() ("0.weight"), and to its floating-point inputs, each named as in the
+    module's forward ("x"); integer inputs (token indices) and non-tensors are held fixed and named.
+
+    inputs  -- False: check the parameters alone, every arg held fixed
+    options -- as for check_jacobian
+    """
+    if not isinstance(module, torch.nn.Module):
+        raise CheckInputError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    if not callable(loss):
+        raise CheckInputError(f"loss must be a function of the module's output, got {type(loss).__name__}")
+    flag(inputs, "inputs (check the gradient with respect to the module's inputs too)")
+    named = [(name, parameter) for name, parameter in module.named_parameters() if parameter.requires_grad]
+    checked_args = args if inputs else ()
+    if not named and not any(isinstance(a, torch.Tensor) and a.dtype.is_floating_point for a in checked_args):
+        raise CheckInputError(f"{type(module).__name__} has no parameters that require grad"
+                              + (" and no floating-point input" if inputs else " (and inputs=False)")
+                              + ": nothing to check")
+    names = [name for name, _ in named]
+    arg_names = parameter_names(module.forward, len(checked_args)) if checked_args else []
+    if set(arg_names) & set(names) or len(set(arg_names)) != len(arg_names):
+        arg_names = [f"input {k}" for k in range(len(checked_args))]
+
+    def f(*values: object) -> torch.Tensor:
+        parameters, given = values[:len(names)], values[len(names):]
+        return loss(torch.func.functional_call(module, dict(zip(names, parameters)), tuple(given) or args))
+
+    return check_jacobian(f, *[parameter.detach() for _, parameter in named], *checked_args,
+                          names=[*names, *arg_names], **options)
+
+
+def assert_module_gradients(module: torch.nn.Module, loss: Callable[[torch.Tensor], torch.Tensor],
+                            *args: object, **options) -> CheckReport:
+    """assert_gradients for a module's parameters and inputs: check_module, raising as assert_gradients does."""
+    __tracebackhide__ = True
+    return _raise_unless_passed(check_module(module, loss, *args, **options))
+
+
+def _raise_unless_passed(report: CheckReport) -> CheckReport:
+    __tracebackhide__ = True
+    if report.outcome == "fail":
+        raise GradientMismatchError(report.message())
+    if report.outcome == "inconclusive":
+        raise InconclusiveGradientError(report.message())
+    return report

@@ -1,0 +1,66 @@
+"""Forward-mode Jacobians, as gradcheck's check_forward_ad computes them: Jacobian-vector products of the
+forward-mode derivatives (an op's jvp, a custom autograd.Function's jvp), one column per input element.
+
+torch.func.jacfwd batches the columns with vmap; it cannot transform every f (an autograd.Function without
+setup_context or a vmap rule, an f that calls torch.autograd.grad, as a vector–Jacobian product does). Plain
+dual numbers (torch.autograd.forward_ad) need only the jvp itself, one column at a time, as gradcheck does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+fwAD = torch.autograd.forward_ad
+
+JACFWD = "torch.func.jacfwd"
+DUAL_NUMBERS = "torch.autograd.forward_ad (dual numbers, one per input element)"
+
+
+class NoForwardMode(Exception):
+    """f has no forward-mode derivative that torch.func or dual numbers can compute; the message says why."""
+
+
+def first_line(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def flat_jacobian(jacobian: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """(outputs, inputs) float64 on the CPU, from torch.func's shape (*f(x).shape, *x.shape) or rows."""
+    return jacobian.detach().reshape(-1, x.numel()).to(torch.float64).cpu()
+
+
+def forward_jacobian(g: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, outputs: int, *,
+                     transforms: bool = True, differentiable: bool = False) -> tuple[torch.Tensor, str, str]:
+    """g's Jacobian at the flat x by forward mode: (outputs, inputs) float64, the method, and why jacfwd was
+    not used ("" when it was). NoForwardMode when neither jacfwd nor dual numbers can (no jvp).
+
+    transforms     -- try torch.func.jacfwd first
+    differentiable -- the dual inputs require grad too, for a g that differentiates them in reverse mode
+                      inside (forward-over-reverse: g a vector–Jacobian product)
+    """
+    note = ""
+    if transforms:
+        try:
+            return flat_jacobian(torch.func.jacfwd(g)(x.clone()), x), JACFWD, ""
+        # torch.func refuses autograd.Functions it cannot transform (no setup_context, no vmap rule) and f
+        # that call autograd inside; the dual numbers below need only the jvp.
+        except (RuntimeError, NotImplementedError) as error:
+            note = f"torch.func.jacfwd could not transform f ({first_line(error)}); dual numbers instead"
+    columns = []
+    try:
+        with fwAD.dual_level():
+            for j in range(x.numel()):
+                tangent = torch.zeros_like(x)
+                tangent[j] = 1
+                primal = x.detach().clone().requires_grad_(differentiable)
+                value = g(fwAD.make_dual(primal, tangent))
+                column = fwAD.unpack_dual(value).tangent
+                # No tangent: no output depends on this element (zeros, as autograd defines them).
+                columns.append(torch.zeros(outputs, dtype=x.dtype, device=x.device) if column is None
+                               else column.reshape(-1))
+    except (RuntimeError, NotImplementedError) as error:  # an op or a Function without a jvp
+        tried = f"{note}, which failed too" if note else "dual numbers (torch.autograd.forward_ad) failed"
+        raise NoForwardMode(f"{tried} ({first_line(error)})") from error
+    return flat_jacobian(torch.stack(columns, 1), x), DUAL_NUMBERS, note

@@ -1,0 +1,359 @@
+"""What a correct derivative also needs besides the right values: checks that gradcheck runs beside its
+Jacobian comparison (reentrancy, undefined output gradients, batched gradients) and one that MyGrad's tests
+run (f does not change its inputs). Each compares two computations element by element, per input element
+(or per output element, for forward mode), named by input and index.
+
+- not mutated: f called once on copies of its inputs; every tensor argument must be unchanged after the call.
+- reentrant: two backward passes over one graph with the same grad_output (a random vector, seeded) give
+  the same gradient, within nondet_tol (gradcheck: "Backward is not reentrant"); a backward that keeps state
+  between calls, or is nondeterministic (atomics on a GPU), differs.
+- undefined output gradients: with every output's gradient undefined, the backward runs and returns zeros
+  (or nothing); with one output's gradient undefined and the others given, it returns what zeros in its
+  place give (gradcheck's check_undefined_grad). A backward that ignores its grad_output (returns the
+  derivative itself, a common bug that a scalar output's Jacobian cannot show) fails the first. In forward
+  mode, the same for an input's undefined tangent (per output element).
+- batched backward: torch.autograd.grad with is_grads_batched=True (vmap over the backward, as
+  gradcheck's check_batched_grad) equals one backward per grad_output; in forward mode, torch.func.vmap over
+  the Jacobian-vector product equals one per tangent. Compared with torch.testing.assert_close's
+  tolerance for the dtype: two computations of one thing, not an estimate.
+
+Two of torch's private names are used, as gradcheck uses them: torch._C._functions.UndefinedGrad (an
+undefined output gradient) and torch._vmap_internals._vmap (the vmap of is_grads_batched).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal, Protocol
+
+import torch
+
+from .dtypes import dtype_name
+from .errors import in_place_named
+from .forward import first_line
+from .signature import Argument, Signature
+
+ElementVerdict = Literal["pass", "fail", "inconclusive"]
+# torch.testing.assert_close's defaults (rtol, atol): a batched and a looped backward compute the same thing.
+SAME_COMPUTATION = {torch.float32: (1.3e-6, 1e-5), torch.float64: (1e-7, 1e-7)}
+# How many grad_outputs (tangents) the batched check stacks.
+BATCH = 2
+# Each check's failure, as a message's headline.
+FAILURES = {
+    "not mutated": "f changes its input in place",
+    "reentrant": "The backward is not reentrant",
+    "undefined output gradients": "The backward mishandles undefined output gradients",
+    "undefined tangents": "The forward-mode derivative mishandles undefined tangents",
+    "batched": "Batched gradients differ from one at a time",
+}
+
+
+class Checked(Protocol):
+    """What the properties need of a signature.Signature (or SecondOrder)."""
+
+    arguments: tuple[Argument, ...]
+    outputs: tuple[Argument, ...]
+    x: torch.Tensor
+
+    def __call__(self, flat: torch.Tensor) -> torch.Tensor: ...
+
+    def outputs_at(self, flat: torch.Tensor) -> list[torch.Tensor]: ...
+
+
+@dataclass(frozen=True)
+class PropertyElement:
+    """One element where a property check compared two computations: what each gave, the verdict."""
+
+    check: str
+    argument: str
+    index: tuple[int, ...]
+    observed: float
+    expected: float
+    verdict: ElementVerdict
+
+
+@dataclass(frozen=True, eq=False)
+class PropertyCheck:
+    """One property, per element (flattened over `arguments`): observed against expected.
+
+    name      -- "not mutated", "reentrant", "undefined output gradients", "undefined tangents" or "batched"
+    failure   -- what a failure means, as a message's headline ("f changes its input in place")
+    compared  -- in words, the two computations compared
+    observed, expected -- per element, float64 on the CPU
+    failing   -- per element, where the two differ beyond what is allowed
+    allowed   -- in words, what difference was allowed
+    error     -- what the run raised ("" when it ran): then every element fails
+    seed      -- the seed of the random grad_outputs (tangents), None where none was drawn
+    """
+
+    name: str
+    failure: str
+    compared: str
+    arguments: tuple[Argument, ...]
+    observed: torch.Tensor
+    expected: torch.Tensor
+    failing: torch.Tensor
+    allowed: str
+    error: str = ""
+    seed: int | None = None
+
+    @cached_property
+    def outcome(self) -> Literal["pass", "fail"]:
+        return "fail" if self.error or bool(self.failing.any()) else "pass"
+
+    def argument_of(self, column: int) -> Argument:
+        return next(a for a in reversed(self.arguments) if a.offset <= column)
+
+    def elements(self) -> list[PropertyElement]:
+        """Every element, in order, with its verdict."""
+        failing = self.failing.tolist()
+        rows = []
+        for column, (observed, expected) in enumerate(zip(self.observed.tolist(), self.expected.tolist())):
+            argument = self.argument_of(column)
+            verdict = "fail" if self.error or failing[column] else "pass"
+            rows.append(PropertyElement(self.name, argument.name, argument.index(column), observed, expected,
+                                        verdict))
+        return rows
+
+    def message(self, limit: int = 3) -> list[str]:
+        """Lines for a failure message: what was compared, where it differed, by how much."""
+        if self.outcome == "pass":
+            return []
+        if self.error:
+            return [f"{self.failure}: {self.compared} raised {self.error}"]
+        wrong = [e for e in self.elements() if e.verdict == "fail"]
+        by_argument = dict.fromkeys(e.argument for e in wrong)
+        lines = [f"{self.failure}: {self.compared} differ at {len(wrong)} of {self.observed.numel()} "
+                 f"elements, in {', '.join(f'`{a}`' for a in by_argument)} ({self.allowed})"]
+        lines += [f"  `{e.argument}`, element {e.index}: {e.observed:.10g} vs {e.expected:.10g}" for e in wrong[:limit]]
+        if len(wrong) > limit:
+            lines.append(f"  and {len(wrong) - limit} more")
+        return lines
+
+
+def _differ(observed: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> torch.Tensor:
+    """Beyond atol + rtol·|expected|; NaN against NaN (or the same infinity) is no difference."""
+    same = (observed == expected) | (torch.isnan(observed) & torch.isnan(expected))
+    close = (observed - expected).abs() <= atol + rtol * expected.abs()
+    return ~(same | close)
+
+
+def _cpu(values: torch.Tensor) -> torch.Tensor:
+    return values.detach().reshape(-1).to(torch.float64).cpu()
+
+
+def _random(count: int, like: torch.Tensor, seed: int, rows: int | None = None) -> torch.Tensor:
+    """Uniform in [-1, 1] (as gradgradcheck's grad_outputs), seeded, drawn on the CPU for every device alike."""
+    generator = torch.Generator().manual_seed(seed)
+    shape = (count,) if rows is None else (rows, count)
+    return (2 * torch.rand(shape, generator=generator, dtype=torch.float64) - 1).to(like)
+
+
+def _check(name: str, compared: str, arguments: tuple[Argument, ...], observed: torch.Tensor,
+           expected: torch.Tensor, failing: torch.Tensor, allowed: str, seed: int | None = None) -> PropertyCheck:
+    return PropertyCheck(name, FAILURES[name], compared, arguments, observed, expected, failing, allowed, seed=seed)
+
+
+def _nothing(name: str, compared: str, arguments: tuple[Argument, ...], allowed: str, seed: int | None = None,
+             error: str = "") -> PropertyCheck:
+    """A check with nothing to compare (no output depends on the inputs: it passes), or one whose run raised
+    (error: it fails at every element)."""
+    zeros = torch.zeros(sum(a.numel for a in arguments), dtype=torch.float64)
+    return PropertyCheck(name, FAILURES[name], compared, arguments, zeros, zeros, zeros.bool(), allowed, error, seed)
+
+
+def unmutated(names: Sequence[str], before: Sequence[object], after: Sequence[object]) -> PropertyCheck:
+    """Every tensor argument of f unchanged by a call (a complex one compared part by part)."""
+    compared, allowed = "f's tensor arguments after a call and before it", "no change allowed"
+    arguments, observed, expected, failing, offset = [], [], [], [], 0
+    for name, old, new in zip(names, before, after):
+        if not isinstance(old, torch.Tensor):
+            continue
+        parts = ((f"{name}.real", old.real, new.real), (f"{name}.imag", old.imag, new.imag)) if old.is_complex() \
+            else ((name, old, new),)
+        for part, first, second in parts:
+            arguments.append(Argument(part, tuple(first.shape), offset))
+            offset += first.numel()
+            changed = second.reshape(-1) != first.reshape(-1)
+            if first.is_floating_point():
+                changed &= ~(torch.isnan(first.reshape(-1)) & torch.isnan(second.reshape(-1)))
+            failing.append(changed.cpu())
+            observed.append(_cpu(second))
+            expected.append(_cpu(first))
+    if not arguments:
+        return _nothing("not mutated", compared, (), allowed)
+    return _check("not mutated", compared, tuple(arguments), torch.cat(observed), torch.cat(expected),
+                  torch.cat(failing), allowed)
+
+
+@dataclass(frozen=True)
+class Graph:
+    """One forward at x with grad mode on (the checker runs under no_grad), shared by the backward checks."""
+
+    leaf: torch.Tensor
+    outputs: list[torch.Tensor]
+    arguments: tuple[Argument, ...]
+
+    @classmethod
+    def of(cls, signature: Checked) -> Graph:
+        leaf = signature.x.detach().clone().requires_grad_(True)
+        with torch.enable_grad(), in_place_named():
+            return cls(leaf, signature.outputs_at(leaf), signature.arguments)
+
+    @property
+    def value(self) -> torch.Tensor:
+        return torch.cat([output.reshape(-1) for output in self.outputs])
+
+    def gradient(self, outputs: Sequence[torch.Tensor], vectors: Sequence[torch.Tensor] | torch.Tensor,
+                 **options: bool) -> torch.Tensor:
+        """torch.autograd.grad of outputs at the leaf (zeros where autograd returns None), graph retained."""
+        with in_place_named():
+            (gradient,) = torch.autograd.grad(outputs, self.leaf, vectors, retain_graph=True, allow_unused=True,
+                                              **options)
+        return torch.zeros_like(self.leaf) if gradient is None else gradient
+
+
+def reentrant(graph: Graph, seed: int, nondet_tol: float) -> PropertyCheck:
+    """Two backward passes over one graph with one random grad_output agree within nondet_tol."""
+    compared = "two backward passes over one graph with the same grad_output"
+    allowed = f"nondet_tol={nondet_tol:g} allowed"
+    value = graph.value
+    if not value.requires_grad:
+        return _nothing("reentrant", compared, graph.arguments, allowed, seed)
+    v = _random(value.numel(), value, seed)
+    try:
+        first, second = (_cpu(graph.gradient(value, v)) for _ in range(2))
+    except RuntimeError as error:  # e.g. a backward that frees what a second pass needs
+        return _nothing("reentrant", compared, graph.arguments, allowed, seed, first_line(error))
+    return _check("reentrant", compared, graph.arguments, second, first, _differ(second, first, 0.0, nondet_tol),
+                  allowed, seed)
+
+
+# Wraps an output so that its gradient reaches the backward undefined (None), as gradcheck's
+# check_undefined_grad does; torch has no public spelling of it.
+_UNDEFINED = torch._C._functions.UndefinedGrad
+# The vmap that is_grads_batched runs, which (unlike torch.func.vmap) batches dual numbers: gradcheck's
+# _test_batched_grad_forward_ad uses it the same way.
+_legacy_vmap = torch._vmap_internals._vmap
+
+
+def undefined_gradients(graph: Graph, seed: int) -> PropertyCheck:
+    """The backward with every output's gradient undefined returns zeros (or none); with one undefined among
+    several outputs, what a zero gradient in its place gives. The case that differs most is reported."""
+    name, allowed = "undefined output gradients", "no difference allowed"
+    used = [output for output in graph.outputs if output.requires_grad]
+    if not used:
+        return _nothing(name, "the backward with undefined output gradients", graph.arguments, allowed)
+    vectors = [_random(output.numel(), output, seed + k).reshape(output.shape) for k, output in enumerate(used)]
+    # (in words, the outputs whose gradient is given; the others' are undefined)
+    cases: list[tuple[str, set[int]]] = [("zeros and the gradient with every output's gradient undefined", set())]
+    if len(used) > 1:
+        cases += [(f"the gradients with output {k}'s gradient undefined and zero", set(range(len(used))) - {k})
+                  for k in range(len(used))]
+    worst: tuple[float, torch.Tensor, torch.Tensor, torch.Tensor, str] | None = None
+    for words, given in cases:
+        seeds = [vector if k in given else torch.zeros_like(vector) for k, vector in enumerate(vectors)]
+        try:
+            observed = graph.gradient([o if k in given else _UNDEFINED()(o) for k, o in enumerate(used)], seeds)
+            expected = graph.gradient(used, seeds) if given else torch.zeros_like(graph.leaf)
+        except (RuntimeError, TypeError) as error:  # a custom backward that cannot take None
+            return _nothing(name, f"the backward, for {words},", graph.arguments, allowed, seed, first_line(error))
+        observed, expected = _cpu(observed), _cpu(expected)
+        failing = _differ(observed, expected, 0.0, 0.0)
+        size = float((observed - expected).abs().nan_to_num(float("inf")).max()) if failing.any() else 0.0
+        if worst is None or size > worst[0]:
+            worst = (size, observed, expected, failing, words)
+    _, observed, expected, failing, words = worst
+    return _check(name, words, graph.arguments, observed, expected, failing, allowed, seed)
+
+
+def undefined_tangents(signature: Signature, seed: int) -> PropertyCheck:
+    """Forward mode, per output element: with one argument's tangent undefined (a plain tensor, no dual) and
+    random tangents for the others, the outputs' tangents equal those with a zero tangent in its place
+    (gradcheck's _test_undefined_forward_mode). The argument whose case differs most is reported."""
+    fw = torch.autograd.forward_ad
+    name, allowed = "undefined tangents", "no difference allowed"
+    x = signature.x.detach()
+    pieces = signature.pieces(x)
+    tangents = signature.pieces(_random(x.numel(), x, seed))
+    sizes = [o.numel for o in signature.outputs]
+
+    def jvp(undefined: int, zero: bool) -> torch.Tensor:
+        with fw.dual_level():
+            duals = [piece if k == undefined and not zero else
+                     fw.make_dual(piece, torch.zeros_like(piece) if k == undefined else tangent)
+                     for k, (piece, tangent) in enumerate(zip(pieces, tangents))]
+            found = [fw.unpack_dual(output).tangent for output in signature.outputs_of(duals)]
+        return torch.cat([torch.zeros(size, dtype=x.dtype, device=x.device) if t is None else t.reshape(-1)
+                          for size, t in zip(sizes, found)])
+
+    worst: tuple[float, torch.Tensor, torch.Tensor, torch.Tensor, str] | None = None
+    for k, argument in enumerate(signature.arguments):
+        words = f"the tangents with `{argument.name}`'s tangent undefined and zero"
+        try:
+            observed, expected = _cpu(jvp(k, zero=False)), _cpu(jvp(k, zero=True))
+        except (RuntimeError, TypeError) as error:  # a custom jvp that cannot take None
+            return _nothing(name, f"the forward-mode derivative, for {words},", signature.outputs, allowed, seed,
+                            first_line(error))
+        failing = _differ(observed, expected, 0.0, 0.0)
+        size = float((observed - expected).abs().nan_to_num(float("inf")).max()) if failing.any() else 0.0
+        if worst is None or size > worst[0]:
+            worst = (size, observed, expected, failing, words)
+    _, observed, expected, failing, words = worst
+    return _check(name, words, signature.outputs, observed, expected, failing, allowed, seed)
+
+
+def _same_computation(dtype: torch.dtype) -> tuple[float, float, str]:
+    rtol, atol = SAME_COMPUTATION[dtype]
+    return rtol, atol, f"torch.testing.assert_close's rtol={rtol:g}, atol={atol:g} for {dtype_name(dtype)}"
+
+
+def batched(graph: Graph, seed: int) -> PropertyCheck:
+    """torch.autograd.grad with is_grads_batched=True (vmap over the backward) against one backward per
+    grad_output, per input element."""
+    compared = f"is_grads_batched=True over {BATCH} grad_outputs and one backward per grad_output"
+    value = graph.value
+    rtol, atol, allowed = _same_computation(graph.leaf.dtype)
+    if not value.requires_grad:
+        return _nothing("batched", compared, graph.arguments, allowed, seed)
+    vectors = _random(value.numel(), value, seed, rows=BATCH)
+    try:
+        one_by_one = torch.stack([graph.gradient(value, v) for v in vectors])
+        together = graph.gradient(value, vectors, is_grads_batched=True)
+    except RuntimeError as error:  # a backward vmap cannot batch (.item(), data-dependent control flow)
+        return _nothing("batched", compared, graph.arguments, allowed, seed, first_line(error))
+    return _worst_row(compared, graph.arguments, together, one_by_one, rtol, atol, allowed, seed)
+
+
+def batched_forward(signature: Checked, seed: int) -> PropertyCheck:
+    """vmap over a dual-number Jacobian-vector product against one product per tangent, per output element."""
+    fw = torch.autograd.forward_ad
+    compared = f"vmap over the Jacobian-vector products of {BATCH} tangents and one product per tangent"
+    x, outputs = signature.x.detach(), signature.outputs
+    rtol, atol, allowed = _same_computation(x.dtype)
+
+    def jvp(tangent: torch.Tensor) -> torch.Tensor:
+        with fw.dual_level():
+            tangents = [fw.unpack_dual(o).tangent for o in signature.outputs_at(fw.make_dual(x, tangent))]
+        return torch.cat([torch.zeros(o.numel(), dtype=x.dtype, device=x.device) if t is None else t.reshape(-1)
+                          for o, t in zip(signature.outputs_at(x), tangents)])
+
+    tangents = _random(x.numel(), x, seed, rows=BATCH)
+    try:
+        one_by_one = torch.stack([jvp(t) for t in tangents])
+        together = _legacy_vmap(jvp)(tangents)
+    except (RuntimeError, NotImplementedError) as error:
+        return _nothing("batched", compared, outputs, allowed, seed, first_line(error))
+    return _worst_row(compared, outputs, together, one_by_one, rtol, atol, allowed, seed)
+
+
+def _worst_row(compared: str, arguments: tuple[Argument, ...], observed: torch.Tensor, expected: torch.Tensor,
+               rtol: float, atol: float, allowed: str, seed: int) -> PropertyCheck:
+    """Per element, the row of the batch where the two differ most."""
+    observed, expected = (t.detach().to(torch.float64).cpu().reshape(BATCH, -1) for t in (observed, expected))
+    failing = _differ(observed, expected, rtol, atol)
+    row = (observed - expected).abs().nan_to_num(float("inf")).argmax(0, keepdim=True)
+    return _check("batched", compared, arguments, observed.gather(0, row)[0], expected.gather(0, row)[0],
+                  failing.any(0), allowed, seed)

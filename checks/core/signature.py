@@ -1,0 +1,348 @@
+"""What a check differentiates: f's inputs sorted into checked and held fixed, and f as a function of one flat
+real vector.
+
+- A real floating-point tensor (float32, float64) is checked, element by element.
+- A complex tensor is checked as two real inputs, its real and imaginary parts (`z.real`, `z.imag`), as
+  gradcheck does (torch/autograd/gradcheck.py, `_real_and_imag_input`). A complex output is read as its real
+  and imaginary parts likewise (`_real_and_imag_output`). The four real partial derivatives of each element
+  pair are exactly the information in the Wirtinger derivative ∂f/∂z and the conjugate Wirtinger derivative
+  ∂f/∂z̄ (∂f/∂z = ½(∂f/∂a − i·∂f/∂b), ∂f/∂z̄ = ½(∂f/∂a + i·∂f/∂b) for z = a + ib): a backward that returns
+  the wrong one (autograd's convention is the conjugate of ∂L/∂z̄ times 2 for a real L) fails these partials.
+- Integer and bool tensors, and arguments that are not tensors (a dimension, a flag, a string), have no
+  gradient: they are held fixed, passed to f unchanged on every call, and named in the report as skipped.
+  gradcheck skips them too.
+- Integer and bool outputs in a tuple (the indices of torch.max(x, dim)) are skipped the same way.
+
+A sample (sample=k) checks k elements of each input, drawn at random with the check's seed (CS231n's
+practice for large inputs); the other elements are held at their values.
+
+Every call of f gets fresh copies of the tensors it receives: a function that changes its input in place
+changes a copy, and the report says so (properties.unmutated), instead of corrupting the next evaluation.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from .dtypes import dtype_name
+from .errors import CheckInputError, DtypeError, NaNInputError
+from .indices import unravel
+from .numerical import machine_epsilon
+
+Function = Callable[..., object]
+# The real dtype in which a complex input's parts are checked.
+REAL_PART = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One checked input (or one real part of a complex one): its name, shape and where its elements sit
+    among the Jacobian's columns (or, for an output, among its rows).
+
+    positions -- the flat positions inside the input that are checked (a sample), in order; None: all
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    offset: int
+    positions: tuple[int, ...] | None = None
+
+    @property
+    def numel(self) -> int:
+        """How many of its elements are checked: its columns in the Jacobian."""
+        return self.size if self.positions is None else len(self.positions)
+
+    @property
+    def size(self) -> int:
+        """How many elements the input has."""
+        return math.prod(self.shape)
+
+    def index(self, column: int) -> tuple[int, ...]:
+        """The multi-index inside this input of a flattened column."""
+        flat = column - self.offset
+        if self.positions is not None:
+            if not 0 <= flat < len(self.positions):
+                raise IndexError(f"column {column} is outside the {len(self.positions)} sampled elements of "
+                                 f"`{self.name}`")
+            flat = self.positions[flat]
+        return unravel(flat, self.shape)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An argument of f (or an element of its output tuple) that has no gradient, held fixed and named."""
+
+    name: str
+    what: str  # e.g. "an int64 tensor", "a str"
+
+    def describe(self) -> str:
+        return f"`{self.name}` ({self.what})"
+
+
+def parameter_names(f: Function, count: int) -> list[str]:
+    """f's positional parameter names for `count` arguments; `x` or `input k` where it has none."""
+    # A custom autograd.Function is called through .apply(*args): its names are those of its forward.
+    owner = getattr(f, "__self__", None)
+    if isinstance(owner, type) and issubclass(owner, torch.autograd.Function):
+        f = owner.forward
+    try:
+        parameters = [p for p in inspect.signature(f).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "ctx"]
+    except (TypeError, ValueError):  # builtins such as torch.sin have no inspectable signature
+        parameters = []
+    if len(parameters) >= count:
+        return [p.name for p in parameters[:count]]
+    return ["x"] if count == 1 else [f"input {k}" for k in range(count)]
+
+
+def _what(value: object) -> str:
+    """"an int64 tensor", "a str": what an argument is, for the report."""
+    words = f"{dtype_name(value.dtype)} tensor" if isinstance(value, torch.Tensor) else type(value).__name__
+    return f"{'an' if words[0] in 'aeiou' else 'a'} {words}"
+
+
+def _refuse_dtype(x: torch.Tensor, name: str) -> None:
+    """Floating dtypes too coarse (or without arithmetic) for a numerical Jacobian."""
+    if x.dtype.is_floating_point and x.element_size() == 1:
+        raise DtypeError(f"input `{name}` has dtype {dtype_name(x.dtype)}, a float8 storage format: torch has no "
+                         f"arithmetic (and so no autograd) in it; check in float32 or float64")
+    if x.dtype in (torch.float16, torch.bfloat16, torch.complex32):
+        raise DtypeError(
+            f"input `{name}` has dtype {dtype_name(x.dtype)}: its ε = {machine_epsilon(x.dtype):.3g} leaves a "
+            f"Richardson estimate only two or three digits, too few to judge a gradient; check in float32 or "
+            f"float64"
+        )
+
+
+def _differentiable(x: object) -> bool:
+    return isinstance(x, torch.Tensor) and (x.dtype.is_floating_point or x.is_complex())
+
+
+class Signature:
+    """f seen by the checker: a function of one flat real vector (the checked elements of every input, real
+    and imaginary parts apart) returning one flat real vector (every differentiable output, complex ones as
+    real and imaginary parts). Calling it calls f once; f(x) itself is evaluated at construction.
+
+    arguments -- the checked inputs (a complex `z` as `z.real` and `z.imag`), in f's argument order
+    skipped   -- the arguments and outputs held fixed (no gradient), with what they are
+    outputs   -- the differentiable outputs, named and placed among the Jacobian's rows
+    x         -- the checked elements, flat, in the inputs' real dtype, on their device
+    value     -- f(x) as the flat real vector the Jacobian's rows follow
+    raw       -- f's own return value at x
+    before, after -- copies of every tensor argument before and after that call (f may change its input)
+    """
+
+    def __init__(self, f: Function, inputs: Sequence[object], names: Sequence[str] | None = None, *,
+                 sample: int | None = None, seed: int = 0) -> None:
+        if not callable(f):
+            raise CheckInputError(f"f must be a function of tensors, got {type(f).__name__}")
+        if not inputs:
+            raise CheckInputError("no inputs given: call check_jacobian(f, x) or check_jacobian(f, x, weight, ...)")
+        self.f, self.inputs = f, tuple(inputs)
+        names = parameter_names(f, len(inputs)) if names is None else [str(name) for name in names]
+        if len(names) != len(inputs) or len(set(names)) != len(names):
+            raise CheckInputError(f"names={list(names)!r}: give one distinct name per input ({len(inputs)} inputs)")
+        self.names = tuple(names)
+        self._refuse(inputs)
+        checked = [x for x in inputs if _differentiable(x)]
+        reals = {REAL_PART.get(x.dtype, x.dtype) for x in checked}
+        if len(reals) > 1 or len({x.device for x in checked}) > 1:
+            raise DtypeError("the inputs differ in dtype or device ("
+                             + ", ".join(f"{dtype_name(x.dtype)} on {x.device}" for x in checked)
+                             + "); check them in one dtype on one device")
+        self.skipped = tuple(Skipped(name, _what(x)) for name, x in zip(names, inputs) if not _differentiable(x))
+        generator = torch.Generator().manual_seed(seed)
+        arguments: list[Argument] = []
+        pieces: list[torch.Tensor] = []
+        # Per sampled argument: its full values (the rest held there) and the sampled positions.
+        self._bases: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        offset = 0
+        for name, x in zip(names, inputs):
+            if not _differentiable(x):
+                continue
+            positions = None
+            if sample is not None and sample < x.numel():
+                drawn = torch.randperm(x.numel(), generator=generator)[:sample]
+                positions = tuple(sorted(drawn.tolist()))
+            parts = ((f"{name}.real", x.detach().real), (f"{name}.imag", x.detach().imag)) if x.is_complex() \
+                else ((name, x.detach()),)
+            for part, values in parts:
+                argument = Argument(part, tuple(x.shape), offset, positions)
+                flat = values.reshape(-1)
+                if positions is not None:
+                    indices = torch.tensor(positions, device=flat.device)
+                    self._bases[len(arguments)] = (flat.clone(), indices)
+                    flat = flat[indices]
+                arguments.append(argument)
+                pieces.append(flat)
+                offset += argument.numel
+        self.arguments = tuple(arguments)
+        self.x = torch.cat(pieces).contiguous()
+        self.before = [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        copies = [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        with torch.no_grad():
+            self.raw = f(*copies)
+        self.after = copies
+        self._kept, self.outputs, skipped_outputs = self._read_outputs(self.raw)
+        self.skipped += skipped_outputs
+        self.value = torch.cat([part.reshape(-1) for part in self._real(self.raw)]).detach()
+
+    def _refuse(self, inputs: Sequence[object]) -> None:
+        """Bad inputs, named: checked tensors too coarse, empty or not finite; nothing differentiable at all."""
+        for name, x in zip(self.names, inputs):
+            if not isinstance(x, torch.Tensor):
+                continue
+            _refuse_dtype(x, name)
+            if not _differentiable(x):
+                continue
+            if x.numel() == 0:
+                raise CheckInputError(f"input `{name}` is empty: there is no Jacobian to check")
+            if not torch.isfinite(x).all():
+                raise NaNInputError(f"input `{name}` contains NaN or infinity: {x.tolist()}")
+        if not any(_differentiable(x) for x in inputs):
+            reasons = [f"`{name}` must be a tensor (torch.tensor(...)), got {type(x).__name__}"
+                       if not isinstance(x, torch.Tensor) else
+                       f"`{name}` has dtype {dtype_name(x.dtype)}, which has no gradient"
+                       for name, x in zip(self.names, inputs)]
+            error = DtypeError if any(isinstance(x, torch.Tensor) for x in inputs) else CheckInputError
+            raise error("no input can be differentiated: " + "; ".join(reasons)
+                        + ". A gradient check needs a real floating-point (or complex) tensor, float32 or float64")
+
+    def _read_outputs(self, raw: object) -> tuple[tuple[int, ...], tuple[Argument, ...], tuple[Skipped, ...]]:
+        """Which elements of f's output are differentiable (by position in the tuple), their rows, and the
+        rest named as skipped. A single output that cannot be differentiated is refused."""
+        several = isinstance(raw, (tuple, list))
+        values = tuple(raw) if several else (raw,)
+        if not values:
+            raise CheckInputError("f returned an empty tuple: there is no output to differentiate")
+        kept, outputs, skipped, offset = [], [], [], 0
+        for position, value in enumerate(values):
+            name = f"output {position}" if several else "output"
+            if not isinstance(value, torch.Tensor):
+                if not several:
+                    raise CheckInputError(f"f returned {type(value).__name__}, not a tensor; build it from the "
+                                          f"inputs with torch ops")
+                skipped.append(Skipped(name, _what(value)))
+                continue
+            if not _differentiable(value):
+                if not several:
+                    raise DtypeError(f"f returned dtype {dtype_name(value.dtype)}; only a floating-point (or "
+                                     f"complex) output has a Jacobian")
+                skipped.append(Skipped(name, _what(value)))
+                continue
+            parts = (f"{name}.real", f"{name}.imag") if value.is_complex() else (name,)
+            for part in parts:
+                outputs.append(Argument(part, tuple(value.shape), offset))
+                offset += value.numel()
+            kept.append(position)
+        if not outputs:
+            raise DtypeError("f returned no floating-point tensor: "
+                                  + ", ".join(s.describe() for s in skipped) + "; there is nothing to differentiate")
+        if offset == 0:
+            raise CheckInputError("f returned an empty output: there is no Jacobian to check")
+        return tuple(kept), tuple(outputs), tuple(skipped)
+
+    def _real(self, raw: object) -> list[torch.Tensor]:
+        """The kept outputs as real tensors: a complex one as its real part, then its imaginary part."""
+        values = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
+        parts = []
+        for position in self._kept:
+            value = values[position]
+            if not isinstance(value, torch.Tensor) or not _differentiable(value):
+                raise CheckInputError(f"f returned {_what(value)} as output {position} at another point, where it "
+                                      f"returned a floating-point tensor at x: its outputs must keep their types")
+            parts += [value.real, value.imag] if value.is_complex() else [value]
+        return parts
+
+    def pieces(self, flat: torch.Tensor) -> list[torch.Tensor]:
+        """A flat vector of the checked elements cut into one piece per argument."""
+        return [flat[a.offset:a.offset + a.numel] for a in self.arguments]
+
+    def arguments_of(self, pieces: Sequence[torch.Tensor]) -> list[object]:
+        """f's arguments rebuilt from one piece per checked argument (fresh copies of the rest)."""
+        rebuilt, k = [], 0
+        for x in self.inputs:
+            if not _differentiable(x):
+                rebuilt.append(x.detach().clone() if isinstance(x, torch.Tensor) else x)
+                continue
+            parts = []
+            for _ in range(2 if x.is_complex() else 1):
+                argument, piece = self.arguments[k], pieces[k]
+                if k in self._bases:  # a sample: the other elements held at their values
+                    base, positions = self._bases[k]
+                    piece = base.index_put((positions,), piece)
+                # A copy: f may change its argument in place, which must not reach the flat vector (the
+                # evaluation points, or autograd's leaf).
+                parts.append(piece.reshape(argument.shape).clone())
+                k += 1
+            rebuilt.append(torch.complex(*parts) if x.is_complex() else parts[0])
+        return rebuilt
+
+    def outputs_of(self, pieces: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """f's differentiable outputs for one piece per checked argument, as real tensors."""
+        return self._real(self.f(*self.arguments_of(pieces)))
+
+    def outputs_at(self, flat: torch.Tensor) -> list[torch.Tensor]:
+        """f's differentiable outputs at a flat vector, as real tensors."""
+        return self.outputs_of(self.pieces(flat))
+
+    def __call__(self, flat: torch.Tensor) -> torch.Tensor:
+        return torch.cat([part.reshape(-1) for part in self.outputs_at(flat)])
+
+    def shown(self) -> str:
+        """The inputs as values, for a message."""
+        return ", ".join(f"{name}={x.tolist() if isinstance(x, torch.Tensor) else x!r}"
+                         for name, x in zip(self.names, self.inputs))
+
+    @property
+    def call(self) -> str:
+        """f(x, weight, bias), with f's own argument names."""
+        return f"f({', '.join(self.names)})"
+
+
+class SecondOrder:
+    """The vector–Jacobian product of f as a function of its inputs and of the vector, as gradgradcheck checks
+    it: vjp(x, v) = J(x)ᵀ·v, computed by torch.autograd.grad with create_graph=True. Its Jacobian holds the
+    second derivatives Σ_i v_i·∂²f_i/∂x² (and Jᵀ itself, with respect to v); autograd differentiates it
+    through f's double backward. v (`grad_output`) is drawn uniformly from [-1, 1] with the check's seed.
+    """
+
+    def __init__(self, first: Signature, seed: int) -> None:
+        self.first = first
+        n = first.x.numel()
+        generator = torch.Generator().manual_seed(seed)
+        v = (2 * torch.rand(first.value.numel(), generator=generator, dtype=torch.float64) - 1).to(first.x)
+        self.arguments = (*first.arguments, Argument("grad_output", (v.numel(),), n))
+        self.skipped = first.skipped
+        self.x = torch.cat([first.x, v])
+        self.outputs = tuple(Argument(f"gradient of {a.name}", a.shape, a.offset, a.positions)
+                             for a in first.arguments)
+        self.value = self(self.x).detach()
+
+    def outputs_at(self, flat: torch.Tensor) -> list[torch.Tensor]:
+        return [self(flat)]
+
+    def __call__(self, flat: torch.Tensor) -> torch.Tensor:
+        n = self.first.x.numel()
+        x, v = flat[:n], flat[n:]
+        with torch.enable_grad():
+            # Under the estimate's no_grad the point is a plain tensor; under autograd (either mode) it is
+            # already part of the graph that differentiates this function.
+            leaf = x if x.requires_grad else x.detach().requires_grad_(True)
+            value = self.first(leaf)
+            if not value.requires_grad:  # no output depends on the inputs: a zero gradient
+                return torch.zeros_like(x)
+            (gradient,) = torch.autograd.grad(value, leaf, v, create_graph=True, allow_unused=True)
+        return torch.zeros_like(x) if gradient is None else gradient
+
+    def shown(self) -> str:
+        return self.first.shown()
+
+    @property
+    def call(self) -> str:
+        return self.first.call

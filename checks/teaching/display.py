@@ -1,0 +1,399 @@
+"""Display: records as tables with expected and observed in separate columns, shape/dtype/device beside.
+
+The HTML of executed records also embeds them as JSON, which the book's ledger collects.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..core.compare import beyond_tolerance
+from .environment import environment
+from .records import Record
+
+if TYPE_CHECKING:  # pandas is imported where a frame is made: the build's Sphinx process imports
+    import pandas as pd  # the package and makes none, and pandas costs it about 0.2 s
+
+RECORDS_MIME = "application/vnd.checks.records+json"
+
+COLUMNS = {
+    "check": "check",
+    "x": "input x",
+    "input_shape": "shape",
+    "dtype": "dtype",
+    "device": "device",
+    "analytical_gradient": "expected (analytical)",
+    "observed_gradient": "observed",
+    "how": "observed how",
+    "abs_error": "abs error",
+    "rel_error": "rel error",
+    "tolerance": "tolerance",
+    "verdict": "verdict",
+}
+
+# Extra columns a chapter may ask for (records_html(records, columns=(*COLUMNS, *NUMERICAL_COLUMNS))):
+# how a numerical estimate was made. Not in the default table, which every chapter shares.
+NUMERICAL_COLUMNS = {
+    "method": "method",
+    "step": "step h",
+    "evaluations": "f evaluations",
+    "error_estimate": "error estimate",
+}
+HEADINGS = {**COLUMNS, **NUMERICAL_COLUMNS}
+
+METHOD_WORDS = {
+    "forward": "forward differences",
+    "central": "central differences",
+    "complex": "complex step",
+    "richardson": "Richardson-extrapolated central differences",
+}
+
+HOW_WORDS = {
+    "stored": "stored in .grad by backward()",
+    "returned": "returned by autograd.grad",
+    "create_graph": "returned by autograd.grad with create_graph=True",
+    "jacrev": "reverse mode, torch.func.jacrev",
+    "jacfwd": "forward mode, torch.func.jacfwd",
+    "hessian": "torch.func.hessian",
+    "numerical": "numerical estimate",
+    "gradcheck": "torch.autograd.gradcheck",
+}
+
+
+def format_value(value: Any) -> str:
+    """Numbers to 10 significant digits (6.0 shows as 6), nested lists bracketed, None as 'none'."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, float)):
+        return format(value, ".10g")
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(format_value(item) for item in value) + "]"
+    if isinstance(value, dict) and value.get("folded"):  # a large value kept as a summary (records.fold)
+        return (f"{value['count']} values, shape {tuple(value['shape'])}: min {format_value(value['min'])}, "
+                f"max {format_value(value['max'])}, mean {format_value(value['mean'])}")
+    return str(value)
+
+
+def cell_text(key: str, record: Record) -> str:
+    """One cell of a check table, as the reader sees it."""
+    value = getattr(record, key)
+    if key == "input_shape":
+        return "(" + ", ".join(str(n) for n in value) + ("," if len(value) == 1 else "") + ")"
+    if key == "how":
+        words = HOW_WORDS.get(value, value)
+        if value == "numerical" and record.method:
+            words = f"{words} ({METHOD_WORDS.get(record.method, record.method)})"
+        return words if record.executed else f"to be {value}"
+    if key == "observed_gradient" and not record.executed:
+        return "none (not run)"
+    if key in ("abs_error", "rel_error") and value is not None:
+        return format(value, ".3g")
+    if key in ("step", "error_estimate"):
+        return _short_numbers(value)
+    if key == "tolerance":
+        return rtol_atol(value["rtol"], value["atol"])
+    if key == "verdict" and record.expected_failure:
+        return f"{value} (expected failure)" if not record.passed else f"{value} (a failure was expected)"
+    return format_value(value)
+
+
+def rtol_atol(rtol: float, atol: float) -> str:
+    return f"rtol {rtol:.3g}, atol {atol:.3g}"
+
+
+def _short_numbers(value: Any) -> str:
+    """Steps and error estimates to 3 significant digits: their order of magnitude is what matters."""
+    if value is None:
+        return "none"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_short_numbers(item) for item in value) + "]"
+    return format(value, ".3g")
+
+
+def records_frame(records: Sequence[Record], columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """A table of records, one row each, with the reader's column names."""
+    keys = list(columns or COLUMNS)
+    import pandas as pd
+
+    return pd.DataFrame([[cell_text(key, record) for key in keys] for record in records],
+                        columns=[HEADINGS.get(key, key) for key in keys])
+
+
+def records_html(records: Sequence[Record], columns: Sequence[str] | None = None) -> str:
+    """The compact table, the tolerances' reasons, each failure in full, and the executed records as JSON.
+
+    columns picks the fields shown (keys of COLUMNS and NUMERICAL_COLUMNS); their layout is fixed: the
+    verdict where the eye starts, shape · dtype · device in one cell, expected / observed / error / allowed
+    as the main columns, and the rest folded under the check's name.
+    """
+    keys = list(columns or COLUMNS)
+    layout = [(heading, fields) for heading, fields in MAIN_COLUMNS if any(key in keys for key in fields)]
+    head = "".join(f'<th scope="col">{html.escape(heading)}</th>' for heading, _ in layout)
+    rows = "".join(_row(record, keys, layout) for record in records)
+    table = f'<table class="checks-table"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+    failures = "".join(failure_html(record) for record in records if record.executed and not record.passed)
+    return table + tolerance_notes(records) + failures + embed(records)
+
+
+# The table's columns and the record fields each shows; fields not named here are folded under the check.
+MAIN_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("verdict", ("verdict",)),
+    ("check", ("check",)),
+    ("shape · dtype · device", ("input_shape", "dtype", "device")),
+    ("expected", ("analytical_gradient",)),
+    ("observed", ("observed_gradient",)),
+    ("error (abs, rel)", ("abs_error", "rel_error")),
+    ("allowed", ("tolerance",)),
+)
+SHOWN = {key for _, fields in MAIN_COLUMNS for key in fields}
+
+
+def field(key: str, content: str) -> str:
+    """One record field inside a cell, marked so a reader of the HTML finds it by its key."""
+    return f'<span data-field="{key}">{content}</span>'
+
+
+def _row(record: Record, keys: Sequence[str], layout: Sequence[tuple[str, tuple[str, ...]]]) -> str:
+    # Executed rows get the record's id, so each check is linkable (a plan's rows share those ids and would
+    # collide with the results on the same page).
+    anchor = f' id="{html.escape(record.id)}"' if record.executed else ""
+    cells = "".join(_cell(record, keys, heading, fields) for heading, fields in layout)
+    # The outcome's class tells a demonstration (an expected failure) from a problem (an unexpected pass).
+    outcome = record.outcome.replace(" ", "-")
+    return f'<tr{anchor} class="checks-{record.verdict} checks-outcome-{outcome}">{cells}</tr>'
+
+
+def _cell(record: Record, keys: Sequence[str], heading: str, fields: tuple[str, ...]) -> str:
+    wanted = [key for key in fields if key in keys]
+    if fields == ("verdict",):
+        word, note = record.verdict, cell_text("verdict", record).removeprefix(record.verdict)
+        text = html.escape(word) + (f'<span class="checks-verdict-note">{html.escape(note)}</span>' if note else "")
+        if record.executed and not record.passed:
+            text = f'<a href="#{html.escape(failure_anchor(record))}">{text}</a>'
+        return f'<td class="checks-verdict" data-field="verdict">{text}</td>'
+    if fields == ("check",):
+        return f'<td class="checks-check">{_check_cell(record, keys)}</td>'
+    if fields in (("analytical_gradient",), ("observed_gradient",)):
+        key = fields[0]
+        if key == "observed_gradient" and not record.executed:
+            content = html.escape(cell_text(key, record))
+        else:
+            expected = record.analytical_gradient if key == "observed_gradient" else None
+            content = vector_html(getattr(record, key), mismatched_indices(record), expected)
+        return f'<td class="checks-{key}">{field(key, content)}</td>'
+    joiner = " · " if heading.startswith("shape") else "<br>"
+    # A number stays whole with its label ("abs 2.49e-08" would break at its hyphen); a line may break
+    # between "rtol …," and "atol …".
+    content = joiner.join(field(key, ", ".join(f'<span class="checks-nowrap">{html.escape(piece)}</span>'
+                                               for piece in (_label(key) + cell_text(key, record)).split(", ")))
+                          for key in wanted)
+    return f'<td class="checks-{"-".join(wanted)}">{content}</td>'
+
+
+def _label(key: str) -> str:
+    return {"abs_error": "abs ", "rel_error": "rel "}.get(key, "")
+
+
+def _check_cell(record: Record, keys: Sequence[str]) -> str:
+    """The check's name, how it was observed, and the rest of its fields a click away."""
+    name = field("check", html.escape(record.check)) if "check" in keys else ""
+    how = f'<br><span class="checks-how">{field("how", html.escape(cell_text("how", record)))}</span>' \
+        if "how" in keys else ""
+    folded = {HEADINGS[key]: field(key, vector_html(getattr(record, key)) if key == "x"
+                                   else html.escape(cell_text(key, record)))
+              for key in keys if key not in SHOWN and key != "how"}
+    folded["tolerance"] = html.escape(tolerance_words(record.tolerance))
+    more = "".join(f"<dt>{html.escape(label)}</dt><dd>{value}</dd>" for label, value in folded.items())
+    return f'{name}{how}<details class="checks-more"><summary>details</summary><dl>{more}</dl></details>'
+
+
+def tolerance_words(tolerance: dict[str, Any]) -> str:
+    """rtol and atol with the reason, and each change with what it was and why it changed."""
+    if not tolerance:
+        return "none"
+    return (f"{rtol_atol(tolerance['rtol'], tolerance['atol'])} ({tolerance['reason']})"
+            + "".join(f"; changed from {_change_words(change)}" for change in tolerance.get("history", ())))
+
+
+# A vector longer than FOLD_ABOVE values shows its first and last ENDS values and its size; the whole of it
+# is a click away. Mismatched elements are marked, and listed by index under it.
+FOLD_ABOVE = 6
+ENDS = 3
+LISTED_MISMATCHES = 5
+
+
+def _flat(value: Any, index: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], Any]]:
+    if isinstance(value, (list, tuple)):
+        return [pair for position, item in enumerate(value) for pair in _flat(item, (*index, position))]
+    return [(index, value)]
+
+
+def _marked(value: Any, bad: set[tuple[int, ...]], index: tuple[int, ...] = ()) -> str:
+    """The value as format_value writes it, with mismatched elements in <mark>."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_marked(item, bad, (*index, n)) for n, item in enumerate(value)) + "]"
+    text = html.escape(format_value(value))
+    return f"<mark>{text}</mark>" if index in bad else text
+
+
+def vector_html(value: Any, bad: Sequence[tuple[int, ...]] = (), expected: Any = None) -> str:
+    """A value as it reads in a cell: short ones whole, long ones folded, mismatched elements marked.
+
+    Given the expected value, the mismatched elements of a folded value are also listed by index, each
+    with what was expected there.
+    """
+    flat = _flat(value)
+    wrong = set(bad)
+    if len(flat) <= FOLD_ABOVE:
+        return _marked(value, wrong)
+    shown = [*flat[:ENDS], None, *flat[-ENDS:]]
+    head = ", ".join("…" if pair is None else _marked(pair[1], wrong, pair[0]) for pair in shown)
+    size = "×".join(str(n) for n in _shape(value))
+    summary = (f'[{head}] <span class="checks-count">{len(flat)} values'
+               + (f" ({size})" if "×" in size else "") + "</span>")
+    folded = f'<details class="checks-vector"><summary>{summary}</summary>{_marked(value, wrong)}</details>'
+    if expected is None or not wrong:
+        return folded
+    listed = [f"<li>[{', '.join(map(str, index))}] {html.escape(format_value(item))} "
+              f"(expected {html.escape(format_value(_element(expected, index)))})</li>"
+              for index, item in flat if index in wrong][:LISTED_MISMATCHES]
+    more = f"<li>and {len(wrong) - len(listed)} more</li>" if len(wrong) > len(listed) else ""
+    return (f'{folded}<p class="checks-mismatches-title">{len(wrong)} mismatched:</p>'
+            f'<ul class="checks-mismatches">{"".join(listed)}{more}</ul>')
+
+
+def _shape(value: Any) -> list[int]:
+    shape = []
+    while isinstance(value, (list, tuple)):
+        shape.append(len(value))
+        value = value[0] if value else None
+    return shape
+
+
+def mismatched_indices(record: Record) -> list[tuple[int, ...]]:
+    """Indices of the elements outside the record's tolerance (none for a pass or an unrun plan)."""
+    if not record.executed or record.passed or not record.tolerance:
+        return []
+    try:
+        observed = torch.tensor(record.observed_gradient, dtype=torch.float64)
+        expected = torch.tensor(record.analytical_gradient, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):  # a record kind whose values are not numbers
+        return []
+    if observed.shape != expected.shape:
+        return []
+    bad = beyond_tolerance(observed, expected, record.tolerance["rtol"], record.tolerance["atol"])
+    return [tuple(int(i) for i in index) for index in bad.nonzero().tolist()] if bad.dim() else \
+        ([()] if bool(bad) else [])
+
+
+def failure_anchor(record: Record) -> str:
+    return f"{record.id}-failure"
+
+
+def failure_html(record: Record) -> str:
+    """A failed check with everything needed to judge and reproduce it: discrepancy, code, environment.
+
+    It is a box the reader can fold; the environment lists only what differs from the page's own (stated
+    once under the page's title), and the discrepancy's vectors are folded like the table's.
+    """
+    kind = "expected failure (a demonstration)" if record.expected_failure else "unexpected failure"
+    title = (f"Failed check: {record.check} ({record.dtype} on {record.device}, "
+             f"{HOW_WORDS.get(record.how, record.how)}) — {kind}")
+    bad = mismatched_indices(record)
+    sections = {
+        "Discrepancy": _pre(record.message) + _definitions(discrepancy(record), {
+            "expected": vector_html(record.analytical_gradient, bad),
+            "observed": vector_html(record.observed_gradient, bad, record.analytical_gradient)}),
+        "Where the numbers came from": _definitions({
+            "expected": f"analytical: {record.gradient_formula} ({record.derivative_source})",
+            "observed": cell_text("how", record),
+        }),
+        "Code": "".join(f'<p class="checks-code-name">{html.escape(name)}</p>{_pre(code)}'
+                        for name, code in record.code.items()),
+        "Environment": '<p class="checks-environment-note">As stated under the page\'s title, except:</p>'
+                       + _definitions(environment_items(record)),
+    }
+    body = "".join(f"<h4>{html.escape(name)}</h4>{content}" for name, content in sections.items())
+    classes = "checks-failure checks-expected-failure" if record.expected_failure else "checks-failure"
+    return (f'<div class="{classes}" id="{html.escape(failure_anchor(record))}"><details open>'
+            f'<summary class="checks-failure-title">{html.escape(title)}</summary>{body}</details></div>')
+
+
+def discrepancy(record: Record) -> dict[str, str]:
+    """Expected and observed, the errors, the worst element, and the tolerance with its reason and history."""
+    index = tuple(record.worst_index or ())
+    return {
+        "expected": format_value(record.analytical_gradient),
+        "observed": format_value(record.observed_gradient),
+        "greatest absolute error": _short_numbers(record.abs_error),
+        "greatest relative error": _short_numbers(record.rel_error),
+        "worst element": (f"index {index}: expected {format_value(_element(record.analytical_gradient, index))}, "
+                          f"observed {format_value(_element(record.observed_gradient, index))}"),
+        "mismatched elements": format_value(record.mismatched),
+        "tolerance": tolerance_words(record.tolerance),
+    }
+
+
+# What a page states once under its title (checks.build.reader's line); a record repeats only what differs.
+PAGE_WIDE = ("torch", "python", "os", "cpu", "gpu", "default_dtype")
+ENVIRONMENT_WORDS = {"torch": "torch", "python": "python", "os": "OS", "cpu": "CPU", "gpu": "GPU",
+                     "default_dtype": "default dtype"}
+
+
+def environment_items(record: Record) -> dict[str, str]:
+    """The record's device, dtype and seed, and any setting that differs from the process showing it."""
+    here = environment(seed=0)
+    differing = {ENVIRONMENT_WORDS[key]: str(record.environment.get(key) or "none")
+                 for key in PAGE_WIDE if record.environment.get(key) != here[key]}
+    return {
+        "device": f"{record.device} ({record.device_name})",
+        "dtype": record.dtype,
+        "seed": str(record.environment.get("seed")),
+        **differing,
+    }
+
+
+def _element(value: Any, index: tuple[int, ...]) -> Any:
+    for position in index:
+        value = value[position]
+    return value
+
+
+def _change_words(change: dict[str, Any]) -> str:
+    return (f"{rtol_atol(change['old_rtol'], change['old_atol'])} → {rtol_atol(change['rtol'], change['atol'])}, "
+            f"because: {change['reason']}")
+
+
+def _pre(text: str) -> str:
+    return f"<pre>{html.escape(text)}</pre>"
+
+
+def _definitions(items: dict[str, str], markup: dict[str, str] | None = None) -> str:
+    """A definition list of plain texts; markup holds items already written as HTML, which replace them."""
+    markup = markup or {}
+    return "<dl>" + "".join(f"<dt>{html.escape(key)}</dt><dd>{markup.get(key, html.escape(value))}</dd>"
+                            for key, value in items.items()) + "</dl>"
+
+
+def tolerance_notes(records: Sequence[Record]) -> str:
+    """Each tolerance once, with its reason and history, folded under the table."""
+    notes = dict.fromkeys(f"{record.dtype}: {tolerance_words(record.tolerance)}" for record in records)
+    items = "".join(f"<li>{html.escape(note)}</li>" for note in notes)
+    return (f'<details class="checks-tolerances"><summary>Tolerances and their reasons</summary>'
+            f'<ul class="checks-tolerances">{items}</ul></details>')
+
+
+def embed(records: Sequence[Record]) -> str:
+    """Executed records as JSON inside the page, for the ledger; '</' is escaped so HTML stays intact."""
+    executed = [record.to_dict() for record in records if record.executed]
+    if not executed:
+        return ""
+    payload = json.dumps(executed, sort_keys=True).replace("</", "<\\/")
+    return f'<script type="{RECORDS_MIME}">{payload}</script>'

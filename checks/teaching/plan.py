@@ -1,0 +1,134 @@
+"""The plan a chapter shows and runs: checks written down first (observed: none), then executed.
+
+plan(expectation, x, ...) lays the checks out, one row per device, dtype and way of observing; Plan.run(code)
+runs the reader's own PyTorch on each row (checks.teaching.witness), Plan.run() alone observes f with
+checks' own backward() / autograd.grad / finite differences (checks.teaching.execute). witness() is
+plan(...).run(code) in one call.
+
+Each dtype's row holds the input rounded to that dtype, and its expected gradient is the analytical
+derivative at that rounded input: a float32 row then measures autograd's error, not the input's rounding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+from ..core.errors import CheckInputError
+from ..core.numerical import Method
+from ..core.tolerances import Tolerance
+from .display import records_html
+from .execute import execute
+from .expectations import Expectation
+from .planning import OWN_HOWS, PlannedCheck, planned_checks
+from .records import Provenance, Record
+from .results import Results
+from .witness import Code, function_and_how, run_code
+
+
+class Plan(Sequence[PlannedCheck]):
+    """The checks as planned; displays as a table whose observed column is still empty."""
+
+    def __init__(self, checks: Sequence[PlannedCheck]) -> None:
+        self._checks = tuple(checks)
+        if not self._checks:
+            raise CheckInputError("a plan with no checks is refused: running it would report nothing as passed")
+        if not all(isinstance(check, PlannedCheck) for check in self._checks):
+            raise CheckInputError("a Plan holds PlannedChecks (from checks.plan(...)); got "
+                                  + ", ".join(sorted({type(check).__name__ for check in self._checks})))
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._checks[index]
+
+    def __len__(self) -> int:
+        return len(self._checks)
+
+    def __iter__(self) -> Iterator[PlannedCheck]:
+        return iter(self._checks)
+
+    def records(self) -> list[Record]:
+        return [check.record() for check in self._checks]
+
+    def one(self, **where: object) -> PlannedCheck:
+        """The single planned check whose fields equal where, e.g. one(dtype="float64", device="cpu")."""
+        found = [check for check in self._checks if all(getattr(check, key) == value for key, value in where.items())]
+        if len(found) != 1:
+            raise CheckInputError(f"{len(found)} planned checks match {where}; expected exactly one")
+        return found[0]
+
+    def run(self, *code: Callable[..., object] | tuple[Callable[..., object], Provenance], how: Provenance | None = None):
+        """Execute the plan. With code functions, run each of them per device and dtype (checks.witness).
+
+        code -- the reader's functions, each taking a fresh leaf x and returning the gradient it
+                observed (x.grad after backward(), what torch.autograd.grad returned, ...); a pair
+                (function, how) names how, where it cannot be inferred; how= names it for all of them.
+        Without code, each planned row is observed by checks itself, in the way its how names: stored,
+        returned or numerical (other ways are observed by code only).
+        """
+        if code:
+            return run_code(self, code, how=how)
+        if how is not None:
+            raise CheckInputError("how= names how your code observed the gradient; pass the code too: run(code, how=...)")
+        for check in self._checks:
+            if check.how not in OWN_HOWS:
+                raise CheckInputError(f"how={check.how!r} is observed by your code, not by checks: pass it, plan.run(code)")
+        return Results([execute(check) for check in self._checks])
+
+    def _repr_html_(self) -> str:
+        return records_html(self.records())
+
+
+def plan(
+    expectation: Expectation,
+    x: object,
+    *,
+    how: Provenance | Sequence[Provenance] = "stored",
+    dtypes: str | Sequence[str] = ("float64",),
+    devices: str | Sequence[str] | None = None,
+    tolerance: Tolerance | Mapping[str, Tolerance] | str | None = None,
+    label: str | None = None,
+    expected_failure: bool = False,
+    seed: int = 0,
+    method: Method | Sequence[Method] = "central",
+    step: float | None = None,
+    levels: int = 3,
+) -> Plan:
+    """Plan a check of expectation at x on each device (all available by default) and dtype.
+
+    tolerance -- None for the default (torch.testing's per-dtype default for autograd; for a numerical
+    estimate, checks.core.tolerances.numerical_tolerance derived from ε, the step and |f|), a Tolerance for
+    every dtype, or one per dtype name; any other tolerance must carry its written reason (see
+    Tolerance.changed). "estimate" takes a numerical check's tolerance from its own error estimate
+    (Richardson only), so it is known only once the check has run.
+    how="numerical" plans one finite-difference estimate per method (forward, central, complex,
+    richardson), with relative step step (None: numerical.default_step) and Richardson's levels.
+    """
+    return Plan(planned_checks(expectation, x, how=how, dtypes=dtypes, devices=devices, tolerance=tolerance,
+                               label=label, expected_failure=expected_failure, seed=seed, method=method, step=step,
+                               levels=levels))
+
+
+def witness(
+    expectation: Expectation,
+    x: object,
+    *code: Code | tuple[Code, Provenance],
+    how: Provenance | None = None,
+    dtypes: str | Sequence[str] = ("float64",),
+    devices: str | Sequence[str] | None = None,
+    tolerance: Tolerance | Mapping[str, Tolerance] | None = None,
+    label: str | None = None,
+    expected_failure: bool = False,
+    seed: int = 0,
+) -> Results:
+    """Run each code function on a fresh leaf per device and dtype, and compare with the expectation.
+
+    Equivalent to checks.plan(expectation, x, how=<the ways named>, dtypes=..., ...).run(*code, how=how):
+    a function named how="numerical" is judged with the plan's numerical default tolerance (central
+    differences at checks' default step) unless tolerance= says otherwise.
+    """
+    if not code:
+        raise CheckInputError("witness() needs at least one code function, e.g. def stored(x): ... return x.grad")
+    # A row per way named (a numerical one gets a numerical default tolerance); inferred ways share "stored"'s.
+    named = tuple(dict.fromkeys(explicit or "stored" for _, explicit in (function_and_how(item, how) for item in code)))
+    planned = plan(expectation, x, how=named, dtypes=dtypes, devices=devices, tolerance=tolerance, label=label,
+                   expected_failure=expected_failure, seed=seed)
+    return run_code(planned, code, how=how)

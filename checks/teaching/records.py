@@ -1,0 +1,292 @@
+"""Check records: one per check, device, dtype and way of observing, serialisable to JSON.
+
+A record is a superset of {"function", "x", "analytical_gradient", "observed_gradient", "executed"}.
+
+Collection at execution: every executed Record is collected when it is constructed, whoever builds it
+(checks.teaching.execute, checks.teaching.higher, checks.witness, ...), whether or not it is ever displayed.
+A check that is printed, assigned, shown with .frame() or hidden in a remove-output cell is still a
+check. The book's ledger is built from what was collected, never from what was shown:
+
+- In any process, collected() returns the executed records constructed so far, in the order first seen;
+  the same id constructed again (a re-run cell, dataclasses.replace) keeps the last one.
+- When the environment variable CHECKS_RECORDS (RECORDS_VARIABLE) names a file, each executed record is
+  also appended to it as one JSON line, with a single O_APPEND write. checks.build.sphinxext sets it to a
+  per-chapter file (records_path(doctreedir, docname)) before the chapter is executed; the kernel
+  inherits it, and the extension reads the file back when the chapter has been read.
+  Anyone executing a chapter another way (a pool of kernels, say) gives that kernel
+  checks.build.sphinxext.kernel_environment(app, docname): one variable, one file per chapter, so chapters
+  running at the same time never share a file.
+- Records loaded back from JSON (from_dict, from_json, load_records) are not collected: they were
+  executed elsewhere.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import copy
+import hashlib
+import json
+import math
+import os
+import re
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, Literal, get_args
+
+import torch
+
+from ..core.errors import CheckInputError
+from ..core.indices import unravel
+
+Number = float | int
+Value = Number | list[Any]
+Verdict = Literal["planned", "pass", "fail"]
+# How an observed value was produced: backward() into .grad ("stored"), torch.autograd.grad ("returned";
+# "create_graph" when it kept a graph to differentiate again), torch.func's reverse and forward mode
+# ("jacrev", "jacfwd") and "hessian", a finite-difference estimate ("numerical"), or gradcheck's own.
+Provenance = Literal["stored", "returned", "create_graph", "jacrev", "jacfwd", "hessian", "numerical", "gradcheck"]
+PROVENANCES: tuple[Provenance, ...] = get_args(Provenance)
+# The keys every record has, and the seed of the book shows literally (Record.summary()).
+SUMMARY_KEYS = ("function", "x", "analytical_gradient", "observed_gradient", "executed")
+# A verdict read together with the expected-failure flag. The last two are problems: the book still shows
+# them, and the tests (python -m checks on the built ledger) fail on them.
+Outcome = Literal["planned", "pass", "expected failure", "unexpected failure", "unexpected pass"]
+PROBLEMS: tuple[Outcome, ...] = ("unexpected failure", "unexpected pass")
+# Names the file (one per chapter) each executed record is appended to, as one JSON line.
+RECORDS_VARIABLE = "CHECKS_RECORDS"
+
+_collected: dict[str, Record] = {}
+# True while records are loaded back from JSON: those were executed (and collected) elsewhere.
+_loading: contextvars.ContextVar[bool] = contextvars.ContextVar("checks_records_loading", default=False)
+
+
+@dataclass(frozen=True)
+class Record:
+    """Everything a reader (or the ledger) needs to judge one check."""
+
+    check: str
+    function: str
+    x: Value
+    input_shape: list[int]
+    dtype: str
+    device: str
+    how: Provenance
+    gradient_formula: str
+    derivative_source: str
+    analytical_gradient: Value
+    observed_gradient: Value | None = None
+    executed: bool = False
+    abs_error: float | None = None
+    rel_error: float | None = None
+    worst_index: list[int] | None = None
+    mismatched: int | None = None
+    tolerance: dict[str, Any] = field(default_factory=dict)
+    verdict: Verdict = "planned"
+    expected_failure: bool = False
+    message: str = ""
+    device_name: str = ""
+    code: dict[str, str] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    id: str = ""
+    # Numerical estimates only (how="numerical"): the method, the representable step(s) per input element,
+    # how many times f was evaluated, and (Richardson) the estimate's own error estimate per element.
+    method: str = ""
+    step: Value | None = None
+    evaluations: int | None = None
+    error_estimate: Value | None = None
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            object.__setattr__(self, "id", record_id(self))
+        if self.executed is True and not _loading.get():
+            collect(self)
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+    @property
+    def outcome(self) -> Outcome:
+        """The verdict against what was declared: a demonstration failure is expected, a pass of one is not."""
+        if self.verdict == "planned":
+            return "planned"
+        if self.expected_failure:
+            return "unexpected pass" if self.passed else "expected failure"
+        return "pass" if self.passed else "unexpected failure"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record's fields; values of more than FOLD_LIMIT numbers are folded (see fold)."""
+        large = _count(self.x) > FOLD_LIMIT
+        data = {f.name: getattr(self, f.name) if large and f.name in FOLDED else copy.deepcopy(getattr(self, f.name))
+                for f in fields(self)}
+        if large:
+            for name in FOLDED:
+                if data[name] is not None:
+                    data[name] = fold(data[name])
+            if self.observed_gradient is not None:
+                data["observed_gradient"]["worst"] = _worst(self.analytical_gradient, self.observed_gradient)
+        return data
+
+    def summary(self) -> Summary:
+        """The documented keys only, shown as JSON: {"function": "x*x", "x": 3, ..., "executed": false}."""
+        return Summary({key: _json_number(getattr(self, key)) for key in SUMMARY_KEYS})
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Record:
+        if not isinstance(data, dict):
+            raise CheckInputError(f"a record is read from a dictionary, got {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+        missing = [name for name in required if name not in data]
+        if missing:
+            raise CheckInputError(f"a record needs {', '.join(missing)}; the dictionary lacks them")
+        token = _loading.set(True)
+        try:
+            return cls(**{key: value for key, value in data.items() if key in known})
+        finally:
+            _loading.reset(token)
+
+    @classmethod
+    def from_json(cls, text: str) -> Record:
+        return cls.from_dict(_parse(text))
+
+
+# Above this many input elements, a record's values are kept as summaries: a check of a 10⁶-element input
+# would otherwise write every value (tens of MB of JSON) into its page and the ledger.
+FOLD_LIMIT = 1000
+FOLDED = ("x", "analytical_gradient", "observed_gradient", "step", "error_estimate")
+WORST_KEPT = 10
+
+
+def fold(value: Value) -> dict[str, Any]:
+    """A large value as its shape, count, summary statistics and first and last few elements."""
+    tensor = torch.tensor(value, dtype=torch.float64)
+    flat = tensor.reshape(-1)
+    finite = flat[torch.isfinite(flat)]
+    return {
+        "folded": True,
+        "shape": list(tensor.shape),
+        "count": flat.numel(),
+        "min": float(finite.min()) if finite.numel() else None,
+        "max": float(finite.max()) if finite.numel() else None,
+        "mean": float(finite.mean()) if finite.numel() else None,
+        "non_finite": flat.numel() - finite.numel(),
+        "first": flat[:3].tolist(),
+        "last": flat[-3:].tolist(),
+    }
+
+
+def _worst(expected: Value, observed: Value) -> list[dict[str, Any]]:
+    """The elements where observed and expected differ most, with their indices: what a reader needs."""
+    wanted = torch.tensor(expected, dtype=torch.float64)
+    got = torch.tensor(observed, dtype=torch.float64)
+    difference = (got - wanted).abs().nan_to_num(nan=math.inf).reshape(-1)
+    order = difference.topk(min(WORST_KEPT, difference.numel())).indices
+    return [{"index": list(unravel(int(index), wanted.shape)),
+             "expected": float(wanted.reshape(-1)[index]), "observed": float(got.reshape(-1)[index]),
+             "difference": float(difference[index])} for index in order]
+
+
+def _count(value: object) -> int:
+    """How many numbers a value holds (x is a number or a nested list of them)."""
+    count = 1
+    while isinstance(value, list):
+        count *= len(value)
+        value = value[0] if value else 0
+    return count
+
+
+class Summary(dict):
+    """A record's documented keys; its repr is the JSON a reader would write down (null, false, 3)."""
+
+    def __repr__(self) -> str:
+        return json.dumps(self)
+
+    def _repr_html_(self) -> str:
+        # Wrapped at its spaces, so the whole record is in view on a phone; the text is unchanged.
+        text = json.dumps(self).replace("&", "&amp;").replace("<", "&lt;")
+        return f'<pre class="checks-summary" style="white-space: pre-wrap; overflow-wrap: anywhere;">{text}</pre>'
+
+
+def _json_number(value: Any) -> Any:
+    """Whole floats as integers (3.0 -> 3): in JSON they are the same number, and 3 is what was written."""
+    if isinstance(value, list):
+        return [_json_number(item) for item in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def record_id(record: Record) -> str:
+    """A stable anchor: the same check on the same device and dtype gets the same id in every build."""
+    # The expected formula is part of the check: a second expectation of the same function is another check.
+    parts = [record.check, record.function, record.gradient_formula, record.x, record.how, record.dtype,
+             record.device]
+    # So is the same check held to another tolerance, or declared an expected failure: both are claims,
+    # and a chapter that shows both must not give them one anchor (the ledger keeps the last per id).
+    parts += [record.tolerance.get("rtol"), record.tolerance.get("atol"), record.expected_failure]
+    # Two numerical methods on the same check are two checks; other records keep their ids unchanged.
+    key = json.dumps(parts + [record.method] if record.method else parts)
+    slug = re.sub(r"[^a-z0-9]+", "-", record.check.lower()).strip("-")[:40] or "check"
+    how = f"{record.how}-{record.method}" if record.method else record.how
+    return f"check-{slug}-{how}-{record.dtype}-{record.device}-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
+
+
+def dump_records(records: list[Record]) -> str:
+    if isinstance(records, Record) or not all(isinstance(record, Record) for record in records):
+        raise CheckInputError("dump_records needs a list of Records (a single one goes in a list: [record])")
+    return json.dumps([record.to_dict() for record in records], sort_keys=True, indent=1)
+
+
+def load_records(text: str) -> list[Record]:
+    items = _parse(text)
+    if not isinstance(items, list):
+        raise CheckInputError(f"records are stored as a JSON list (dump_records), got {type(items).__name__}")
+    return [Record.from_dict(item) for item in items]
+
+
+def _parse(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (TypeError, json.JSONDecodeError) as error:
+        raise CheckInputError(f"records must be JSON text: {error}") from None
+
+
+def collect(record: Record) -> None:
+    """Keep an executed record, and append it to the file CHECKS_RECORDS names (if any) as one JSON line."""
+    _collected[record.id] = record
+    target = os.environ.get(RECORDS_VARIABLE)
+    if target:
+        line = (json.dumps(record.to_dict(), sort_keys=True) + "\n").encode("utf-8")
+        descriptor = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(descriptor, line)
+        finally:
+            os.close(descriptor)
+
+
+def collected() -> list[Record]:
+    """Every executed record constructed in this process so far (the last one per id)."""
+    return list(_collected.values())
+
+
+def read_collected(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The records a CHECKS_RECORDS file holds, the last one per id, in the order first seen.
+
+    A missing file means nothing was executed. A line cut short (a kernel killed mid-write) is an error,
+    not a record silently lost.
+    """
+    try:
+        text = open(path, encoding="utf-8").read()
+    except FileNotFoundError:
+        return []
+    found: dict[str, dict[str, Any]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}, line {number}: not a complete record ({error})") from None
+        found[item["id"]] = item
+    return list(found.values())
