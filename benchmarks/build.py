@@ -117,7 +117,7 @@ def main() -> None:
         edited_chapter = "small-function"
         touch(book / "book" / f"{edited_chapter}.md")
         one_chapter, one_log = build(book)
-        touch(book / "checks" / "records.py")
+        touch(book / "checks" / "__init__.py")  # any edit of the package changes the fingerprint
         checks_edit, checks_log = build(book)
     chapters = chapter_times(clean_log)
     processes = re.search(r"\((\d+) at a time\)", clean_log)
