@@ -1,7 +1,7 @@
 """Benchmark (a script, not a test): this checker and gradcheck over torch's own operator database.
 
     PYTHONPATH=$PWD python benchmarks/op_db.py [--limit N] [--ops name,name] [--dtypes float64,float32]
-        [--repeat 3]
+        [--repeat 3] [--tuned]
 
 torch.testing._internal.common_methods_invocations.op_db lists torch's operators with sample inputs (it
 needs the expecttest package). For each differentiable op with a real float64 sample: the first sample
@@ -15,7 +15,9 @@ fails, median and total seconds per check for both (each check timed as the fast
 the two checkers alternated); then every op either flagged, with its largest relative difference, and the
 ops whose batched evaluation (torch.func.vmap) disagreed with a plain call of f. Timings
 depend on the machine; read them as ratios. --limit takes every k-th op so
-that a short run still spans the alphabet (it says so).
+that a short run still spans the alphabet (it says so). --tuned also runs gradcheck at the setting tuned with
+hindsight on the mutant suite (checks.teaching.sensitivity.tune_gradcheck), per dtype, and lists the ops it
+flags: whether a setting tuned on one suite carries over to torch's own operators.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class Row:
     worst_relative: float
     summary: str
     note: str
+    tuned: str = ""  # gradcheck at the setting tuned on the mutant suite (--tuned), else ""
 
 
 def samples(limit: int | None, names: set[str] | None):
@@ -137,7 +140,8 @@ def _function(op, sample):
     return f
 
 
-def run(name: str, f, inputs: list[torch.Tensor], dtype: torch.dtype, repeat: int) -> Row | None:
+def run(name: str, f, inputs: list[torch.Tensor], dtype: torch.dtype, repeat: int,
+        tuned: dict[str, float] | None = None) -> Row | None:
     xs = [t.to(dtype) for t in inputs]
     try:
         with torch.no_grad():
@@ -159,12 +163,12 @@ def run(name: str, f, inputs: list[torch.Tensor], dtype: torch.dtype, repeat: in
         except Exception as error:  # noqa: BLE001 - a refusal (e.g. f not finite at the sample) is a result too
             return "error", f"{type(error).__name__}: {str(error).splitlines()[0][:120]}", 0.0, ""
 
-    def theirs() -> str:
+    def theirs(**options: float) -> str:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # gradcheck warns for every float32 input; that is the comparison
             try:
-                return "pass" if torch.autograd.gradcheck(f, tuple(x.clone().requires_grad_(True) for x in xs)) \
-                    else "fail"
+                return "pass" if torch.autograd.gradcheck(f, tuple(x.clone().requires_grad_(True) for x in xs),
+                                                          **options) else "fail"
             except Exception:  # noqa: BLE001 - GradcheckError, or gradcheck refusing the op
                 return "fail"
 
@@ -179,7 +183,7 @@ def run(name: str, f, inputs: list[torch.Tensor], dtype: torch.dtype, repeat: in
         gradcheck = theirs()
         theirs_times.append(time.perf_counter() - start)
     return Row(name, str(dtype).removeprefix("torch."), sum(x.numel() for x in xs), verdict, min(ours_times),
-               gradcheck, min(theirs_times), worst, summary, note)
+               gradcheck, min(theirs_times), worst, summary, note, theirs(**tuned) if tuned else "")
 
 
 def main() -> None:
@@ -189,8 +193,19 @@ def main() -> None:
     parser.add_argument("--ops", type=str, default="", help="comma-separated op names")
     parser.add_argument("--dtypes", type=str, default="float64,float32")
     parser.add_argument("--repeat", type=int, default=3, help="time each check as the fastest of this many runs")
+    parser.add_argument("--tuned", action="store_true", help="also gradcheck at the setting tuned on the mutant suite")
     args = parser.parse_args()
     dtypes = [getattr(torch, name) for name in args.dtypes.split(",")]
+    settings: dict[str, dict[str, float]] = {}
+    if args.tuned:
+        from checks.teaching.mutants import suite
+        from checks.teaching.sensitivity import tune_gradcheck
+
+        for dtype in dtypes:
+            tuning = tune_gradcheck(suite(), dtype)
+            settings[tuning.dtype] = vars(tuning.setting)
+            print(f"gradcheck tuned on the mutant suite, {tuning.dtype}: {tuning.setting.words()} "
+                  f"({tuning.false_alarms} false alarms, {tuning.detections} of {tuning.mutants} detected there)")
     cases = list(samples(args.limit, set(filter(None, args.ops.split(",")))))
     scope = f"every {args.limit and 'k-th'} op, {len(cases)} ops" if args.limit else f"all {len(cases)} ops with a small real sample"
     print(f"op_db: {scope}; one sample each, at most {MAX_ELEMENTS} differentiable elements")
@@ -198,7 +213,9 @@ def main() -> None:
     warm = torch.linspace(0.1, 0.9, 6, dtype=torch.float64)
     check_jacobian(torch.sin, warm)
     torch.autograd.gradcheck(torch.sin, (warm.clone().requires_grad_(True),))
-    rows = [row for dtype in dtypes for name, f, inputs in cases if (row := run(name, f, inputs, dtype, args.repeat)) is not None]
+    rows = [row for dtype in dtypes for name, f, inputs in cases
+            if (row := run(name, f, inputs, dtype, args.repeat, settings.get(str(dtype).removeprefix("torch."))))
+            is not None]
     print(f"skipped (random, sparse, no floating output, or refusing the dtype): "
           f"{len(cases) * len(dtypes) - len(rows)} op-dtype pairs")
     print(f"\n{'dtype':<9}{'ops':>5}{'ours pass':>11}{'fail':>6}{'inconcl.':>10}{'error':>7}"
@@ -230,6 +247,9 @@ def main() -> None:
     for dtype in dict.fromkeys(row.dtype for row in rows):
         alarms = [row.op for row in rows if row.dtype == dtype and row.ours == "fail" and not _known(row.op)]
         print(f"False alarms in {dtype} (fails outside the known imprecisions): {len(alarms)} {alarms}")
+        if settings:
+            tuned = [row.op for row in rows if row.dtype == dtype and row.tuned == "fail" and not _known(row.op)]
+            print(f"  gradcheck tuned on the mutant suite ({dtype}), the same: {len(tuned)} {tuned}")
 
 
 def _known(op: str) -> bool:
