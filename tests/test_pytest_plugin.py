@@ -111,7 +111,9 @@ def test_the_fixture_runs_each_dtype_and_device_and_names_the_wrong_gradient(tmp
                         "test_swish[float64-cpu]": "FAILED", "test_swish[float32-cpu]": "FAILED",
                         "test_narrowed[float64-cpu]": "PASSED",
                         "test_module[float64-cpu]": "PASSED", "test_module[float32-cpu]": "PASSED"}
-    assert run.stdout.count("the gradient with respect to input `beta` is wrong") == 2
+    # Counted in the failure reports only: where CI is set, pytest's short summary repeats messages in full.
+    reports = run.stdout.split("short test summary info")[0]
+    assert reports.count("the gradient with respect to input `beta` is wrong") == 2
     assert "(float32, cpu)" in run.stdout and "(float64, cpu)" in run.stdout
 
 
