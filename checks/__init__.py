@@ -54,6 +54,7 @@ _TEACHING = {
     "See": "teaching.witness",
     "captured": "teaching.witness",
     "run_script": "teaching.witness",
+    "tuned_gradcheck": "teaching.sensitivity",
 }
 # The book's build: a chapter's heavy result computed once per fingerprint and chapter text.
 _BUILD = {"cached": "build.cache"}

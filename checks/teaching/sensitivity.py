@@ -31,7 +31,7 @@ from torch.autograd.gradcheck import GradcheckError
 from ..core.checker import check_jacobian
 from ..core.dtypes import dtype_name
 from ..core.errors import CheckInputError
-from .mutants import Case, Function
+from .mutants import Case, Function, suite
 from .precision import run_gradcheck
 
 CHECKERS: tuple[str, ...] = ("gradcheck (slow)", "gradcheck (fast)", "gradcheck (slow, tuned)",
@@ -202,6 +202,13 @@ class Tuning:
     settings_tried: int
     evaluations: int
     seconds: float
+
+
+def tuned_gradcheck(dtype: torch.dtype | str) -> Tuning:
+    """gradcheck's (eps, atol, rtol) for dtype, tuned with hindsight on the book's suite of correct ops and
+    mutants (mutants.suite()): tune_gradcheck(suite, dtype). Its .setting.words() says the setting, and
+    vars(.setting) gives gradcheck's keyword arguments."""
+    return tune_gradcheck(suite(), getattr(torch, dtype) if isinstance(dtype, str) else dtype)
 
 
 @dataclass(frozen=True)
