@@ -1,7 +1,7 @@
 """Benchmark (a script, not a test): this checker and gradcheck over torch's own operator database.
 
     PYTHONPATH=$PWD python benchmarks/op_db.py [--limit N] [--ops name,name] [--dtypes float64,float32]
-        [--repeat 3]
+        [--repeat 3] [--fast]
 
 torch.testing._internal.common_methods_invocations.op_db lists torch's operators with sample inputs (it
 needs the expecttest package). For each differentiable op with a real float64 sample: the first sample
@@ -13,7 +13,8 @@ pass is a false alarm or an inconclusive, unless it is a real imprecision in PyT
 Printed per dtype: ops checked, passes / fails / inconclusive for this checker, gradcheck's passes and
 fails, median and total seconds per check for both (each check timed as the fastest of --repeat runs,
 the two checkers alternated); then every op either flagged, with its largest relative difference, and the
-ops whose batched evaluation (torch.func.vmap) disagreed with a plain call of f. Timings
+ops whose batched evaluation (torch.func.vmap) disagreed with a plain call of f. --fast compares the fast
+modes instead: check_jacobian(..., fast=True) (random projections) against gradcheck's fast_mode=True. Timings
 depend on the machine; read them as ratios. --limit takes every k-th op so
 that a short run still spans the alphabet (it says so).
 """
@@ -137,7 +138,7 @@ def _function(op, sample):
     return f
 
 
-def run(name: str, f, inputs: list[torch.Tensor], dtype: torch.dtype, repeat: int) -> Row | None:
+def run(name: str, f, inputs: list[torch.Tensor], dtype: torch.dtype, repeat: int, fast: bool = False) -> Row | None:
     xs = [t.to(dtype) for t in inputs]
     try:
         with torch.no_grad():
@@ -152,7 +153,7 @@ def run(name: str, f, inputs: list[torch.Tensor], dtype: torch.dtype, repeat: in
         return None
     def ours() -> tuple[str, str, float, str]:
         try:
-            report = check_jacobian(f, *xs, names=[f"input {k}" for k in range(len(xs))])
+            report = check_jacobian(f, *xs, names=[f"input {k}" for k in range(len(xs))], fast=fast)
             wrong = report.mismatch
             relative = (report.difference / torch.maximum(report.numerical.abs(), report.autograd.abs()))[wrong]
             return report.outcome, report.summary(), float(relative.max()) if wrong.any() else 0.0, report.note
@@ -163,8 +164,8 @@ def run(name: str, f, inputs: list[torch.Tensor], dtype: torch.dtype, repeat: in
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # gradcheck warns for every float32 input; that is the comparison
             try:
-                return "pass" if torch.autograd.gradcheck(f, tuple(x.clone().requires_grad_(True) for x in xs)) \
-                    else "fail"
+                return "pass" if torch.autograd.gradcheck(f, tuple(x.clone().requires_grad_(True) for x in xs),
+                                                          fast_mode=fast) else "fail"
             except Exception:  # noqa: BLE001 - GradcheckError, or gradcheck refusing the op
                 return "fail"
 
@@ -189,16 +190,19 @@ def main() -> None:
     parser.add_argument("--ops", type=str, default="", help="comma-separated op names")
     parser.add_argument("--dtypes", type=str, default="float64,float32")
     parser.add_argument("--repeat", type=int, default=3, help="time each check as the fastest of this many runs")
+    parser.add_argument("--fast", action="store_true", help="both checkers' fast modes (random projections)")
     args = parser.parse_args()
     dtypes = [getattr(torch, name) for name in args.dtypes.split(",")]
     cases = list(samples(args.limit, set(filter(None, args.ops.split(",")))))
     scope = f"every {args.limit and 'k-th'} op, {len(cases)} ops" if args.limit else f"all {len(cases)} ops with a small real sample"
-    print(f"op_db: {scope}; one sample each, at most {MAX_ELEMENTS} differentiable elements")
+    print(f"op_db: {scope}; one sample each, at most {MAX_ELEMENTS} differentiable elements"
+          + ("; fast modes: check_jacobian(fast=True) and gradcheck(fast_mode=True)" if args.fast else ""))
     # Each checker's one-time costs (lazy imports, vmap's set-up) are paid before timing.
     warm = torch.linspace(0.1, 0.9, 6, dtype=torch.float64)
-    check_jacobian(torch.sin, warm)
-    torch.autograd.gradcheck(torch.sin, (warm.clone().requires_grad_(True),))
-    rows = [row for dtype in dtypes for name, f, inputs in cases if (row := run(name, f, inputs, dtype, args.repeat)) is not None]
+    check_jacobian(torch.sin, warm, fast=args.fast)
+    torch.autograd.gradcheck(torch.sin, (warm.clone().requires_grad_(True),), fast_mode=args.fast)
+    rows = [row for dtype in dtypes for name, f, inputs in cases
+            if (row := run(name, f, inputs, dtype, args.repeat, args.fast)) is not None]
     print(f"skipped (random, sparse, no floating output, or refusing the dtype): "
           f"{len(cases) * len(dtypes) - len(rows)} op-dtype pairs")
     print(f"\n{'dtype':<9}{'ops':>5}{'ours pass':>11}{'fail':>6}{'inconcl.':>10}{'error':>7}"

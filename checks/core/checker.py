@@ -66,6 +66,7 @@ import torch
 
 from .dtypes import dtype_name
 from .errors import CheckInputError, NaNInputError, in_place_named
+from .fast import Projection, Projections
 from .indices import unravel
 from .forward import NoForwardMode, first_line, flat_jacobian, forward_jacobian
 from .numerical import _Evaluator, _relative_step, default_step, machine_epsilon, require_memory
@@ -175,6 +176,8 @@ class CheckReport:
                     checks' vectors)
     tolerance    -- the caller's atol/rtol (a Tolerance whose reason says so), or None: the estimate's own
     properties   -- the property checks beside the Jacobian (checks.core.properties), each per element
+    projections  -- fast mode's random vectors (checks.core.fast), or None: then every array above is
+                    (outputs, inputs) of projections vᵀ·J·u, one per output and input of f, not of Jacobian entries
     """
 
     autograd: torch.Tensor
@@ -205,6 +208,7 @@ class CheckReport:
     seed: int | None = None
     tolerance: Tolerance | None = None
     properties: tuple[PropertyCheck, ...] = ()
+    projections: Projections | None = None
 
     def __repr__(self) -> str:  # the tensors stay out of a test runner's output
         return f"<CheckReport of {self.call or 'f'}: {self.summary()}>"
@@ -331,15 +335,17 @@ class CheckReport:
         """One line: the outcome, how many elements failed or could not be judged, mode, dtype, device."""
         total = self.autograd.numel()
         failed, unsure = int(self.mismatch.sum()), int(self.inconclusive.sum())
-        wrong = [f"{failed} of {total} elements outside their allowance"] if failed else []
+        unit = "elements" if self.projections is None else "projections"
+        wrong = [f"{failed} of {total} {unit} outside their allowance"] if failed else []
         wrong += [f"{check.name} failed" for check in self.properties if check.outcome == "fail"]
         state = {"pass": "passed",
                  "fail": "failed: " + ", ".join(wrong),
-                 "inconclusive": f"inconclusive: {unsure} of {total} elements could not be judged"}[self.outcome]
+                 "inconclusive": f"inconclusive: {unsure} of {total} {unit} could not be judged"}[self.outcome]
         if self.outcome == "fail" and unsure:
             state += f", {unsure} could not be judged"
         kinks = f", {self.kinks} at a kink" if self.kinks else ""
         order = "second order, " if self.order == 2 else ""
+        order += "fast: projections, " if self.projections is not None else ""
         return (f"{state}{kinks} ({order}{self.mode} mode, {self.dtype}, {self.device}, "
                 f"{self.evaluations} evaluations of f)")
 
@@ -355,7 +361,11 @@ class CheckReport:
         return f"{output.name} {output.index(row)}"
 
     def where(self, element: Element) -> str:
-        """An element named by input and index, and by output and index."""
+        """An element named by input and index, and by output and index (fast mode: the projection of an
+        input and an output)."""
+        if self.projections is not None:
+            output = next(o for o in reversed(self.outputs) if o.offset <= element.output)
+            return f"the projection of input `{element.argument}` and {output.name}"
         return f"input `{element.argument}`, element {element.index}, {self.output_label(element.output)}"
 
     def wrong_gradients(self) -> str:
@@ -421,6 +431,9 @@ class CheckReport:
         if self.order == 2:
             how += (" of f's vector–Jacobian product J(x)ᵀ·v, v (`grad_output`) uniform in [-1, 1] with seed "
                     f"{self.seed}")
+        if self.projections is not None:
+            lines.append(f"Fast mode: {self.projections.describe()}. A fail says that some element of the block "
+                         f"is wrong, not which: rerun without fast=True to find it.")
         lines.append(f"Autograd by {how}; numerical by Richardson-extrapolated central differences at steps "
                      f"chosen per element ({int(self.levels.max())} steps tried at most), each element allowed "
                      f"{allowed}; {self.evaluations} evaluations of f.{self._held()}")
@@ -455,6 +468,7 @@ def check_jacobian(
     resolution: float = RESOLUTION,
     kinks: bool = True,
     names: Sequence[str] | None = None,
+    fast: bool = False,
 ) -> CheckReport:
     """Compare autograd's Jacobian of f at the inputs with an adaptive Richardson estimate.
 
@@ -486,6 +500,10 @@ def check_jacobian(
     resolution -- an element is judged only when its allowance is at most this fraction of its scale
     kinks      -- run the one-sided kink test (from the same evaluations: no extra cost)
     names      -- the inputs' names (default: f's parameter names)
+    fast       -- compare random projections vᵀ·J·u, one per input and output, instead of every element, as
+                  gradcheck's fast_mode (checks.core.fast): a few evaluations of f per input, whatever its
+                  size; the report's elements are then projections, and a fail says which input's gradient
+                  is wrong but not where (rerun without fast to find it)
     """
     if mode not in MODES:
         raise CheckInputError(f"mode={mode!r} is not an autograd mode; use one of {MODES}")
@@ -499,25 +517,29 @@ def check_jacobian(
     flag(check_batched_grad, "check_batched_grad")
     number(safety, "safety (a factor over the error estimate)", minimum=1)
     flag(kinks, "kinks")
+    flag(fast, "fast (random projections instead of every element)")
     if not (isinstance(resolution, (int, float)) and 0 < resolution < 1):
         raise CheckInputError(f"resolution must be a fraction between 0 and 1, got {resolution!r}")
     start = time.perf_counter()
     first = Signature(f, inputs, names, sample=sample, seed=seed)
     g = first if order == 1 else SecondOrder(first, seed)
-    arguments, x, value = g.arguments, g.x, g.value
-    if not torch.isfinite(value).all():
+    if not torch.isfinite(g.value).all():
         raise NaNInputError(f"{g.call} is not finite at {g.shown()}: the Jacobian there is undefined")
+    # Fast mode checks the projections' Jacobian instead; the property checks below still run on g itself.
+    checked = Projection(g, seed) if fast else g
+    arguments, x, value = checked.arguments, checked.x, checked.value
     memory(value.numel() * x.numel() * 8, f"autograd's Jacobian of {value.numel()} outputs by {x.numel()} inputs",
            "it is held whole in float64 beside a numerical one of the same size; check a smaller x, or "
            "sample=k elements of each input")
     require_memory(x, "richardson")
-    jacobian, used, method, note = _autograd_jacobian(g, x, mode, value.numel(), order)
+    jacobian, used, method, note = _autograd_jacobian(checked, x, mode, value.numel(), order)
     eps, tiny = machine_epsilon(x.dtype), float(torch.finfo(x.dtype).tiny)
     # ε^(1/7), the optimum of a window of three steps (T22, truncation of order h⁶); smaller steps follow
     # where an element needs them.
     h0 = default_step("richardson", x.dtype, 3).h0 if step is None else _relative_step(step)
-    evaluate = _Evaluator(g, x, None, scalar=False, reference=value)
-    search = _Search(evaluate, x, value, h0, eps, tiny, safety, resolution)
+    evaluate = _Evaluator(checked, x, None, scalar=False, reference=value)
+    search = _Search(evaluate, x, value, h0, eps, tiny, safety, resolution,
+                     checked.rounding_scale if fast else None)
     search.run()
     numerical, error, allowed, steps, converged = search.result()
     allowed = allowed + _autograd_floor(jacobian, numerical, eps, safety)
@@ -552,10 +574,10 @@ def check_jacobian(
         levels=torch.from_numpy(search.tried.copy()), kink=kink, domain=domain, unstable=unstable & ~domain,
         converged=converged & ~domain,
         mode=used, method=method, requested=mode, note=note, dtype=dtype_name(x.dtype), device=x.device.type,
-        arguments=arguments, output_shape=tuple(value.shape) if len(g.outputs) > 1 else g.outputs[0].shape,
+        arguments=arguments, output_shape=tuple(value.shape) if len(g.outputs) > 1 or fast else g.outputs[0].shape,
         evaluations=evaluations, seconds=time.perf_counter() - start, resolution=resolution,
-        outputs=g.outputs, skipped=g.skipped, call=g.call, order=order, seed=seed, tolerance=tolerance,
-        properties=properties,
+        outputs=checked.outputs, skipped=g.skipped, call=g.call, order=order, seed=seed, tolerance=tolerance,
+        properties=properties, projections=checked.projections if fast else None,
     )
 
 
@@ -601,12 +623,15 @@ class _Search:
     """
 
     def __init__(self, evaluate: _Evaluator, x: torch.Tensor, value: torch.Tensor, h0: float, eps: float,
-                 tiny: float, safety: float, resolution: float) -> None:
+                 tiny: float, safety: float, resolution: float, base: np.ndarray | None = None) -> None:
+        """base: per output, the size of what it is computed from besides the Jacobian's share Σ_k |J_ik|·|x_k|
+        (default |f_i(x)|; a sum of many terms, as a projection is, passes the sum of their sizes)."""
         self.evaluate, self.eps, self.tiny = evaluate, eps, tiny
         self.safety, self.resolution = safety, resolution
         self.device = x.device
         self.x = x.detach().reshape(-1).cpu().numpy()  # in x's dtype: the points are built from it
         self.value = value.detach().to(torch.float64).reshape(-1).cpu().numpy()
+        self.base = np.abs(self.value) if base is None else base
         self.magnitude = np.abs(self.x.astype(np.float64))
         n, m = self.x.size, self.value.size
         self.size = np.maximum(self.magnitude, 1.0)
@@ -702,7 +727,7 @@ class _Search:
         """Per output, |f_i(x)| + Σ_k |J_ik|·|x_k|: the size of what f_i is computed from, shape (m,)."""
         value, _, uncertainty, _, _ = self._choose()
         numerical = np.where(np.isfinite(uncertainty) & np.isfinite(value), value, 0.0)
-        return np.abs(self.value) + self.magnitude @ np.abs(numerical)
+        return self.base + self.magnitude @ np.abs(numerical)
 
     def _choose(self):
         if self._chosen is None:
@@ -719,7 +744,7 @@ class _Search:
             self._windows = self.windows()
         best, error, finest = self._windows
         size = 0.0 if rough is None else self.magnitude @ np.abs(np.where(np.isfinite(rough), rough, 0.0))
-        scale = np.abs(self.value) + size  # (m,)
+        scale = self.base + size  # (m,)
         with np.errstate(divide="ignore", invalid="ignore"):
             rounding = self.eps * scale / np.abs(finest)
             uncertainty = error + rounding + self.tiny
