@@ -329,7 +329,10 @@ class SecondOrder:
 
     def __call__(self, flat: torch.Tensor) -> torch.Tensor:
         n = self.first.x.numel()
-        x, v = flat[:n], flat[n:]
+        # v a tensor of its own: a slice of flat sits at storage offset n, and a backward that views its
+        # gradient as complex (torch.view_as_real's) refuses an odd offset ("Tensor must have a storage_offset
+        # divisible by 2").
+        x, v = flat[:n], flat[n:].clone()
         with torch.enable_grad():
             # Under the estimate's no_grad the point is a plain tensor; under autograd (either mode) it is
             # already part of the graph that differentiates this function.
