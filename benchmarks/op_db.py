@@ -77,7 +77,15 @@ class Row:
     worst: str = ""  # the worst failing element, as the report's message names it
 
 
-def samples(limit: int | None, names: set[str] | None, count: int = 1, mode: str = "reverse", order: int = 1):
+def samples(limit: int | None, names: set[str] | None):
+    """(name, f, differentiable float64 inputs) per op, its first small sample, f returning only its floating
+    outputs."""
+    for name, f, inputs, _ in labelled_samples(limit, names):
+        yield name, f, inputs
+
+
+def labelled_samples(limit: int | None, names: set[str] | None, count: int = 1, mode: str = "reverse",
+                     order: int = 1):
     """(name, f, differentiable float64 inputs, which sample) per op and sample, f returning only its floating
     outputs: the first `count` small samples of each op that supports the mode and order asked for."""
     from torch.testing._internal.common_methods_invocations import op_db
@@ -256,7 +264,8 @@ def main() -> None:
     args = parser.parse_args()
     dtypes = [getattr(torch, name) for name in args.dtypes.split(",")]
     settings = Settings(args.fast, args.mode, args.order)
-    cases = list(samples(args.limit, set(filter(None, args.ops.split(","))), args.samples, args.mode, args.order))
+    cases = list(labelled_samples(args.limit, set(filter(None, args.ops.split(","))), args.samples, args.mode,
+                                  args.order))
     ops = len({name for name, *_ in cases})
     scope = f"every k-th op, {ops} ops" if args.limit else f"all {ops} ops with a small real sample"
     print(f"op_db: {scope}; up to {args.samples} sample(s) each ({len(cases)} samples), at most {MAX_ELEMENTS} "
