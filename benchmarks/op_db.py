@@ -210,6 +210,8 @@ def run(name: str, f, inputs: list[torch.Tensor], dtype: torch.dtype, repeat: in
         second = second if isinstance(second, tuple) else (second,)
         if not first or any(a.layout != torch.strided for a in first):
             return None  # no floating output, or a sparse one: outside what a dense Jacobian check covers
+        if not sum(a.numel() for a in first) or not all(torch.isfinite(x).all() for x in xs):
+            return None  # an empty output, or inputs that are not finite (reference inputs of sign): no Jacobian
         if not all(torch.equal(a, b) for a, b in zip(first, second)):
             return None  # random ops (dropout and the like) have no Jacobian to estimate
     except Exception:  # noqa: BLE001 - the op refuses this dtype (float32 only via float64 sample, etc.)
