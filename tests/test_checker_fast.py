@@ -95,3 +95,28 @@ def test_assert_gradients_raises_in_fast_mode() -> None:
     with pytest.raises(GradientMismatchError, match="projection"):
         assert_gradients(sin_with_backward(1.1), x, fast=True)
     assert assert_gradients(torch.sin, x, fast=True).passed
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=NAMES.get)
+@pytest.mark.parametrize("value", [float("nan"), float("inf")], ids=["nan", "inf"])
+def test_a_non_finite_backward_never_passes(dtype: torch.dtype, value: float) -> None:
+    # One element of eight not finite (0/0 at a removable singularity, an overflowing untaken branch of
+    # torch.where): the projection is not finite, where the estimate along u is.
+    def backward(x, g):
+        gradient = g * torch.cos(x)
+        gradient[1] = value
+        return gradient
+
+    report = check_jacobian(mutant(torch.sin, backward, "NonFinite"), torch.tensor(X, dtype=dtype), fast=True)
+    assert report.outcome == "fail", report.message()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=NAMES.get)
+def test_noise_never_fails_a_correct_backward(dtype: torch.dtype) -> None:
+    # f's rounding amplified k times (as tests/test_checker_noise.py injects it): the correct ops of the
+    # mutant suite come out pass or inconclusive in fast mode, never fail.
+    from checks.teaching.mutants import correct_cases, noisy
+
+    failed = [(case.name, k, seed) for case in correct_cases() for k in (10.0, 1e3, 1e6) for seed in range(3)
+              if check_jacobian(noisy(case.f, k, seed), case.input(dtype), fast=True).outcome == "fail"]
+    assert failed == []
