@@ -80,11 +80,11 @@ class Projection:
         self.outputs = tuple(Argument(o.name, (), k) for k, o in enumerate(inner.outputs))
         self.skipped = inner.skipped
         self.x = torch.zeros(len(self.arguments), dtype=x.dtype, device=x.device)
-        with torch.no_grad():
-            self.value = self(self.x).detach()
+        # F(0) is f at x itself (x + 0·u rounds to x), projected: no call of f needed.
+        value = inner.value.detach().to(torch.float64)
+        self.value = value @ self._v
         # The size of what each projection is summed from: its share of f's rounding.
-        self.rounding_scale = (inner.value.detach().abs().to(torch.float64).cpu()
-                               @ self._v.abs().cpu()).numpy()
+        self.rounding_scale = (value.abs() @ self._v.abs()).cpu().numpy()
 
     def __call__(self, s: torch.Tensor) -> torch.Tensor:
         point = (self._x + self._u @ s.to(torch.float64)).to(self.dtype)
