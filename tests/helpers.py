@@ -56,6 +56,14 @@ def embedded_records(soup: BeautifulSoup) -> list[dict]:
     return [record for script in soup.find_all("script", type=RECORDS_MIME) for record in json.loads(script.string)]
 
 
+def weak_note(soup: BeautifulSoup, row) -> tuple[str, str]:
+    """A weak row's note under its table, found by the link in its verdict: (what it says, the declaration
+    above its group)."""
+    item = soup.select_one(row.select_one("td.checks-verdict a.checks-weak-note")["href"])
+    reason = item.find_parent("ul").find_previous_sibling("p", class_="checks-weak-reason")
+    return item.get_text(" ", strip=True), reason.get_text(" ", strip=True)
+
+
 def main_text(soup: BeautifulSoup) -> str:
     return (soup.find("main") or soup).get_text(" ", strip=True)
 

@@ -19,8 +19,7 @@ DOCUMENTED = set(re.findall(r"^\.\. auto(?:function|class|exception|module):: ([
 
 def library_names() -> list[str]:
     """checks' public names that the checker library (checks.core) defines: the teaching API is not listed."""
-    return [name for name in checks.__all__
-            if name in vars(checks) and getattr(checks, name).__module__.startswith("checks.core")]
+    return [name for name in checks.__all__ if getattr(checks, name).__module__.startswith("checks.core")]
 
 
 def test_every_public_name_of_the_library_and_the_plugin_is_documented() -> None:

@@ -278,7 +278,7 @@ MEASURE_JS = """() => {
     }
 
     const text = [];
-    const boxes = [...tables, ...document.querySelectorAll("article.bd-article :is(div.checks-failure, div.checks-ledger-summary, details.checks-tolerances)")];
+    const boxes = [...tables, ...document.querySelectorAll("article.bd-article :is(div.checks-failure, div.checks-weak-notes, div.checks-ledger-summary, details.checks-tolerances)")];
     for (const box of boxes) {
         for (const element of [box, ...box.querySelectorAll("*")]) {
             if (![...element.childNodes].some(node => node.nodeType === 3 && node.textContent.trim()) || !visible(element)) continue;

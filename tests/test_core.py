@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import checks
-from checks.core.compare import compare
+from checks.core.compare import beyond_allowance, compare
 from checks.teaching.observe import observe_returned, observe_stored
 
 SQUARE = checks.Expectation("x*x", lambda x: x * x, "2*x", lambda x: 2 * x, "power rule")
@@ -100,6 +100,22 @@ def test_compare_reports_where_and_by_how_much() -> None:
     assert result.abs_error == 0.5 and result.rel_error == 0.25
     nan = compare(torch.tensor([float("nan")]), torch.tensor([1.0]), tolerance)
     assert not nan.passed
+
+
+def test_compare_judges_infinities_and_nan_as_torch_isclose_does() -> None:
+    # sqrt'(0) is +inf: an expected infinity matches the same infinity only, never a finite number or the other sign.
+    tolerance = checks.default_tolerance("float64")
+    inf, nan = float("inf"), float("nan")
+    same = compare(torch.tensor([inf, 0.25]), torch.tensor([inf, 0.25]), tolerance)
+    assert same.passed and same.abs_error == 0 and same.rel_error == 0
+    for observed, expected in ((1e300, inf), (-inf, inf), (inf, 1.0), (nan, nan), (nan, inf)):
+        result = compare(torch.tensor([observed], dtype=torch.float64), torch.tensor([expected]), tolerance)
+        assert not result.passed and result.mismatched == 1, (observed, expected)
+        assert result.abs_error == inf and result.rel_error == inf, (observed, expected)
+    observed = torch.tensor([inf, -inf, nan, 2.0, 1e300], dtype=torch.float64)
+    expected = torch.tensor([inf, -inf, nan, 2.0, inf], dtype=torch.float64)
+    beyond = beyond_allowance(observed, expected, tolerance.allowed(expected))
+    assert torch.equal(beyond, ~torch.isclose(observed, expected, tolerance.rtol, tolerance.atol))
 
 
 def test_tolerance_change_keeps_old_new_and_why() -> None:

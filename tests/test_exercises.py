@@ -108,9 +108,14 @@ def test_the_first_chapter_lets_the_reader_fill_in_a_blank_and_be_judged(book_ht
     filled = re.fullmatch(pattern, code_cells(solution)[0], re.DOTALL)
     assert filled, f"the solution's first cell is not the exercise's cell filled in:\n{blank}\n---\n{code_cells(solution)[0]}"
     assert all(answer.strip() not in ("", "...") for answer in filled.groups())
-    # Run as printed, blanks and all, checks says what is missing instead of failing somewhere inside.
+    # Run as printed, blanks and all (a notebook's "Run all"), the check says what to fill in and runs nothing.
+    statements = ast.parse(blank).body
+    namespace = {"torch": torch, "checks": checks}
+    exec(compile(ast.Module(statements[:-1], type_ignores=[]), "exercise", "exec"), namespace)
+    said = eval(compile(ast.Expression(statements[-1].value), "exercise", "eval"), namespace)
+    assert "fill in the blanks" in repr(said) and not said
     with pytest.raises(checks.CheckInputError, match=r"blank"):
-        exec(compile(blank, "exercise", "exec"), {"torch": torch, "checks": checks})
+        said.one()
     # The solution shows both outcomes a reader can meet: a pass, and the book's failure record.
     outcomes = {ledger.entry(checks.Record.from_dict(record), chapter="", page="")["outcome"]
                 for record in embedded_records(solution)}
@@ -118,9 +123,20 @@ def test_the_first_chapter_lets_the_reader_fill_in_a_blank_and_be_judged(book_ht
     assert solution.select(".checks-failure"), "the solution shows no failure record"
 
 
-def test_a_blank_left_in_an_expectation_is_named() -> None:
-    with pytest.raises(checks.CheckInputError, match=r"gradient is still a blank"):
-        checks.Expectation("x*x", lambda x: x * x, ..., lambda x: 2 * x, "power rule")
+def test_a_blank_left_in_an_expectation_is_named_and_nothing_runs() -> None:
+    blank = checks.Expectation("x*x", lambda x: x * x, ..., lambda x: 2 * x, "...")
+    ran = []
+    said = checks.witness(blank, 3.0, lambda x: ran.append(x))
+    assert not ran and "fill in the blanks (...) of the expectation (gradient, source)" in repr(said)
+    for use in (lambda: said.one(), lambda: list(said), lambda: said.passed):
+        with pytest.raises(checks.CheckInputError, match=r"no check ran: .*\(gradient, source\)"):
+            use()
+    with pytest.raises(checks.CheckInputError, match=r"gradient, source are still a blank"):
+        checks.plan(blank, 3.0)
+    df_blank = checks.Expectation("x*x", lambda x: x * x, "2*x", lambda x: ..., "power rule")
+    assert "of the expectation (df)" in repr(checks.witness(df_blank, 3.0, lambda x: x))
     with pytest.raises(checks.CheckInputError, match=r"df returned \.\.\., a blank"):
-        checks.witness(checks.Expectation("x*x", lambda x: x * x, "2*x", lambda x: ..., "power rule"), 3.0,
-                       lambda x: x)
+        checks.plan(df_blank, 3.0)
+    # Not a blank: text left empty is still refused where the expectation is written.
+    with pytest.raises(checks.CheckInputError, match=r"gradient written out as text"):
+        checks.Expectation("x*x", lambda x: x * x, "  ", lambda x: 2 * x, "power rule")

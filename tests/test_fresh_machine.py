@@ -34,7 +34,7 @@ def test_the_readme_installs_chromium_before_the_tests() -> None:
 
 def test_the_readme_installs_the_package_from_the_configured_repository() -> None:
     url = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]["url"]
-    assert f'pip install "gradient-checks @ git+{url}@main"' in section("Run a chapter as a notebook")
+    assert f'pip install "gradient-checks[notebook] @ git+{url}@main"' in section("Run a chapter as a notebook")
 
 
 def test_a_skipped_browser_test_says_why_at_the_end_of_the_run(book_html: Path, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import pytest
 from checks.build import ledger
 
 from .conftest import PARALLEL, ROOT, build_book, jupyter_book
-from .helpers import page, verify
+from .helpers import page, verify, weak_note
 from .test_build_behaviour import CHAPTER_HEADER
 
 pytestmark = pytest.mark.kernels  # see tests/conftest.py: it waits for the session's book build
@@ -171,3 +171,30 @@ def test_an_edited_stylesheet_reaches_the_site_when_no_page_changed(tmp_path: Pa
     assert (html / "_static" / "note.css").read_text() == "p { color: navy; }\n"
     package_css = Path(__file__).resolve().parents[1] / "checks" / "build" / "_static" / "reader.css"
     assert (html / "_static" / "reader.css").read_text() == package_css.read_text()
+
+
+def test_weak_passes_are_marked_on_their_page_and_an_undeclared_one_fails_python_dash_m_checks(
+    tmp_path: Path
+) -> None:
+    coarse = "coarse = checks.default_tolerance('float64').changed(rtol=0.05, reason='coarse, for the test')\n"
+    cells = (coarse + "checks.plan(square, 3.0, tolerance=coarse).run()\n```\n\n```{code-cell} ipython3\n"
+             "checks.plan(square, 4.0, tolerance=coarse, weak='coarse on purpose').run()")
+    html = build_book(tmp_path, small_book(tmp_path / "src", {"weak": chapter("Weak", cells)}))
+    items = {item["x"]: item for item in ledger.load(html)}
+    soup = page(html, "book/weak.html")
+    for x, item in items.items():
+        row = soup.select_one(f"tr#{item['anchor']}")
+        assert "checks-weak" in row["class"], x
+        note, declared = weak_note(soup, row)
+        assert f"up to {100 * item['detectable_relative_error']:.3g} % wrong" in note
+        assert declared == ("Declared weak: coarse on purpose" if x == 4.0 else
+                            'Not declared weak (weak="why" on the check): python -m checks reports it as a problem.')
+    weak_cells = [td.get_text() for td in page(html, "book/ledger.html").select("table.checks-ledger td.checks-weak-flag")]
+    assert sorted(weak_cells) == ["yes, declared", "yes, undeclared"]
+    result = verify(html)
+    assert result.returncode == 1, result.stdout
+    three, four = items[3.0], items[4.0]
+    assert (f"- undeclared weak check: x*x at x=3 (float64 on cpu, stored) in Weak [book/weak.html#{three['anchor']}]\n"
+            f"    detectable error {three['detectable_relative_error']:.3g}") in result.stdout
+    assert f"- declared weak: x*x at x=4 (float64 on cpu, stored) in Weak [book/weak.html#{four['anchor']}]" in result.stdout
+    assert "1 undeclared" in result.stdout

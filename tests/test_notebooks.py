@@ -1,25 +1,32 @@
-"""Every chapter as a notebook: in the page's download menu, behind its Colab and Binder buttons, and
-runnable outside this repository. Read from the built site, as a reader meets it."""
+"""Every chapter as a notebook that reads and runs like its page: in the download menu, behind the Colab
+and Binder buttons, and runnable alone, in an empty folder, in a fresh environment. Read from the built
+site, as a reader meets it."""
 
 from __future__ import annotations
 
+import ast
 import os
 import posixpath
 import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import nbformat
 import pytest
 import yaml
+from bs4 import BeautifulSoup
+from markdown_it import MarkdownIt
+from mdit_py_plugins.dollarmath import dollarmath_plugin
 from myst_nb.core.read import read_myst_markdown_notebook
 
-from checks.build.notebooks import CHAPTER_EXTRA, INSTALL_TAG, NOTEBOOKS_FOLDER
+from checks.build.notebooks import INSTALL_TAG, NOTEBOOKS_FOLDER
 
 from .helpers import page
+from .test_exercises import code_cells, exercises
 from .toc import ROOT, toc_chapters
 
 pytestmark = pytest.mark.kernels  # see tests/conftest.py: it waits for the session's book build
@@ -28,13 +35,24 @@ CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 REPOSITORY = CONFIG["repository"]["url"].rstrip("/")
 OWNER, NAME = REPOSITORY.split("/")[3:5]
 NOTEBOOKS_BRANCH = CONFIG["sphinx"]["config"]["checks_notebooks_branch"]
+REQUIREMENT = f"gradient-checks[notebook] @ git+{REPOSITORY}@{CONFIG['repository']['branch']}"
+SITE = f"https://{OWNER.lower()}.github.io/{NAME}/"
 CHAPTERS = toc_chapters()
+# What MyST leaves in text it did not render: roles, directives, colon fences.
+MYST_LEFT = ("{glue", "{exercise", "{solution", "{literalinclude", ":::", "```{", "{ref}", "{doc}", "{numref}",
+             "{math}", "{code-cell}")
+# The book's build stack: a reader's notebook imports none of it.
+BUILD_STACK = ("myst_nb", "myst_parser", "sphinx", "jupyter_book", "sphinx_exercise", "docutils")
 
 
-def chapter_code(chapter: str) -> list[str]:
+def chapter_cells(chapter: str) -> list[nbformat.NotebookNode]:
     """The chapter's code cells, as myst-nb reads the MyST source."""
     source = (ROOT / f"{chapter}.md").read_text(encoding="utf-8")
-    return [cell.source for cell in read_myst_markdown_notebook(source).cells if cell.cell_type == "code"]
+    return [cell for cell in read_myst_markdown_notebook(source).cells if cell.cell_type == "code"]
+
+
+def tags(cell: nbformat.NotebookNode) -> list[str]:
+    return cell.metadata.get("tags", [])
 
 
 def published(book_html: Path, chapter: str) -> nbformat.NotebookNode:
@@ -45,29 +63,172 @@ def published(book_html: Path, chapter: str) -> nbformat.NotebookNode:
     return notebook
 
 
+def writes_a_file(cell: nbformat.NotebookNode) -> bool:
+    return cell.cell_type == "code" and cell.source.startswith("%%writefile ")
+
+
+def visible_text(html: str) -> str:
+    """The text a reader reads, without math (MathJax's on the page, $...$ in a notebook), whitespace collapsed."""
+    soup = BeautifulSoup(html, "html.parser")
+    for element in soup.select(".math, .headerlink"):
+        element.decompose()
+    return " ".join(soup.get_text().split())
+
+
+MARKDOWN = MarkdownIt("commonmark").enable("table").use(dollarmath_plugin)
+
+
+def notebook_text(notebook: nbformat.NotebookNode) -> str:
+    """The notebook's Markdown cells as Jupyter renders them, read as text."""
+    return visible_text("".join(MARKDOWN.render(cell.source) for cell in notebook.cells if cell.cell_type == "markdown"))
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_each_chapter_is_published_as_its_executed_notebook(book_html: Path, chapter: str) -> None:
+def test_each_chapter_is_published_as_a_notebook_of_its_visible_cells(book_html: Path, chapter: str) -> None:
     notebook = published(book_html, chapter)
     assert notebook.nbformat == 4
-    install = [cell for cell in notebook.cells if INSTALL_TAG in cell.metadata.get("tags", [])]
-    assert [cell.cell_type for cell in notebook.cells[:2]] == ["markdown", "code"] and notebook.cells[:2] == install
-    code = [cell for cell in notebook.cells[2:] if cell.cell_type == "code"]
-    assert [cell.source for cell in code] == chapter_code(chapter)
-    # Only a cell the reader completes first (an exercise's blanks) is left unexecuted, by its tag.
-    unexecuted = [cell for cell in code if not cell.execution_count]
-    assert code and all("skip-execution" in cell.metadata.get("tags", []) for cell in unexecuted), \
-        f"{chapter}: a code cell was not executed"
+    first = notebook.cells[0]
+    assert first.cell_type == "code" and INSTALL_TAG in tags(first), f"{chapter}: the first cell is not the install cell"
+    assert not [cell for cell in notebook.cells[1:] if INSTALL_TAG in tags(cell)]
+    # The page's code cells, in order: the cells it removes (glue, plumbing) are left out.
+    code = [cell for cell in notebook.cells[1:] if cell.cell_type == "code" and not writes_a_file(cell)]
+    shown = [cell for cell in chapter_cells(chapter) if "remove-cell" not in tags(cell)]
+    assert [cell.source for cell in code] == [cell.source for cell in shown]
+    # With the book's outputs; only a cell the reader completes first (an exercise's blanks) has none.
+    for cell, source in zip(code, shown):
+        blank = "skip-execution" in tags(source)
+        assert bool(cell.execution_count) != blank, f"{chapter}: executed {cell.execution_count!r}:\n{cell.source[:300]}"
+        assert "skip-execution" not in tags(cell), f"{chapter}: the notebook would skip the exercise's cell"
     assert any(cell.outputs for cell in code), f"{chapter}: the notebook has no outputs"
 
 
-def test_the_install_cell_installs_from_the_configured_repository(book_html: Path) -> None:
-    note, code = published(book_html, CHAPTERS[0]).cells[:2]
-    requirement = f"gradient-checks[{CHAPTER_EXTRA}] @ git+{REPOSITORY}@{CONFIG['repository']['branch']}"
-    assert requirement in note.source and "does nothing" in note.source
-    assert f'"{requirement}"' in code.source and 'importlib.util.find_spec("checks") is None' in code.source
-    # The package name it installs is the one pyproject.toml builds.
-    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    assert 'name = "gradient-checks"' in pyproject
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_the_markdown_is_the_rendered_page_not_its_myst_source(book_html: Path, chapter: str) -> None:
+    notebook = published(book_html, chapter)
+    markdown = [cell.source for cell in notebook.cells if cell.cell_type == "markdown"]
+    assert markdown, f"{chapter}: no Markdown cells"
+    for source in markdown:
+        left = [mark for mark in MYST_LEFT if mark in source]
+        assert not left, f"{chapter}: MyST left in a Markdown cell ({left}):\n{source[:600]}"
+        # Links work from a notebook opened anywhere: to the published site, or absolute.
+        for target in re.findall(r"\]\(([^)\s]+)\)", source):
+            assert target.startswith(("https://", "http://", "attachment:")), f"{chapter}: relative link {target}"
+            if target.startswith(SITE):
+                path = target.removeprefix(SITE).partition("#")[0]
+                assert (book_html / path).is_file(), f"{chapter}: {target} is not a page of the book"
+        for name in re.findall(r"\]\(attachment:([^)]+)\)", source):
+            cell = next(cell for cell in notebook.cells if cell.cell_type == "markdown" and cell.source == source)
+            assert name in cell.get("attachments", {}), f"{chapter}: image {name} is not attached"
+    # The page's first heading is the notebook's.
+    title = page(book_html, f"{chapter}.html").select_one("main h1").get_text(strip=True).rstrip("#")
+    assert markdown[0].startswith(f"# {title}")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_glued_numbers_read_in_the_notebook_as_on_the_page(book_html: Path, chapter: str) -> None:
+    """Every paragraph with a glued value reads, word for word, as the page shows it (math aside)."""
+    soup = page(book_html, f"{chapter}.html")
+    glued = [element for element in soup.select("main p, main li")
+             if element.select_one(".pasted-text") and not element.select_one("p")]
+    assert glued, f"{chapter}: no glued value on the page"
+    text = notebook_text(published(book_html, chapter))
+    for element in glued:
+        read = visible_text(str(element))
+        assert read in text, f"{chapter}: the notebook does not read as the page here:\n{read}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_exercises_are_boxes_and_solutions_are_folded(book_html: Path, chapter: str) -> None:
+    notebook = published(book_html, chapter)
+    cells = notebook.cells
+    pairs = exercises(page(book_html, f"{chapter}.html"))
+    assert pairs
+    for exercise, solution in pairs:
+        title = exercise.select_one(".admonition-title").get_text(" ", strip=True)  # numbered across the book
+        boxes = [cell for cell in cells if cell.cell_type == "markdown" and cell.source.startswith(f"> **{title}**")]
+        assert len(boxes) == 1, f"{chapter}: {title} is not one block quote titled as on the page"
+        statement = visible_text(str(exercise.select_one("p")))
+        assert statement in visible_text(MARKDOWN.render(boxes[0].source))
+        # The solution: its prose folded, under the page's title; its code hidden, source and outputs.
+        folded = [cell for cell in cells if cell.cell_type == "markdown"
+                  and cell.source.startswith(f"<details>\n<summary>Solution to {title}")]
+        assert folded and all(cell.source.rstrip().endswith("</details>") for cell in folded)
+        prose = " ".join(visible_text(MARKDOWN.render(cell.source)) for cell in folded)
+        for paragraph in solution.select("p"):
+            if not paragraph.find_parent("div", class_="cell"):
+                assert visible_text(str(paragraph)) in prose, f"{chapter}: solution prose not folded: {paragraph.get_text()[:80]}"
+        for source in code_cells(solution):
+            matches = [cell for cell in cells if cell.cell_type == "code" and cell.source.strip() == source.strip()]
+            assert matches, f"{chapter}: a solution's cell is missing:\n{source[:200]}"
+            hidden = matches[-1].metadata.get("jupyter", {})
+            assert hidden.get("source_hidden") and hidden.get("outputs_hidden"), f"{chapter}: solution shown:\n{source[:200]}"
+        # The cells the reader writes in stay in view.
+        for source in code_cells(exercise):
+            cell = next(cell for cell in cells if cell.cell_type == "code" and cell.source.strip() == source.strip())
+            assert "jupyter" not in cell.metadata
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_the_first_cell_installs_what_the_chapter_imports_and_nothing_else(book_html: Path, chapter: str) -> None:
+    notebook = published(book_html, chapter)
+    install = notebook.cells[0].source
+    assert f'PACKAGE = "{REQUIREMENT}"' in install
+    assert 'importlib.util.find_spec(module) is None' in install
+    for name in ("sphinx", "myst", "jupyter-book", "jupyter_book"):
+        assert name not in install.lower(), f"{chapter}: the install cell names {name}"
+    # pytest, where (and only where) the chapter runs it.
+    code = "\n".join(cell.source for cell in notebook.cells[1:] if cell.cell_type == "code")
+    assert ('"pytest": \'pytest\'' in install) == bool(re.search(r"\bpytest\b", code)), install
+    # The code a reader runs imports nothing of the book's build.
+    for cell in notebook.cells:
+        if cell.cell_type != "code" or writes_a_file(cell):
+            continue
+        tree = ast.parse("\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!"))))
+        imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        assert not imported & set(BUILD_STACK), f"{chapter}: a cell imports {imported & set(BUILD_STACK)}"
+
+
+def test_the_package_has_the_notebook_extra_the_install_cell_names() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["name"] == "gradient-checks"
+    extra = {line.split(">")[0].split("=")[0].strip().lower() for line in project["optional-dependencies"]["notebook"]}
+    assert {"pandas", "matplotlib", "ipython"} <= extra
+
+
+def test_the_package_declares_every_distribution_the_notebooks_import(book_html: Path) -> None:
+    """`pip install "gradient-checks[notebook]"` (and pytest, where the install cell names it) must bring
+    what the notebooks' code imports outside the stdlib."""
+    import importlib.metadata
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = {Requirement(line).name.lower() for line in
+                [*project["dependencies"], *project["optional-dependencies"]["notebook"]]} | {project["name"]}
+    distributions = importlib.metadata.packages_distributions()
+    missing = {}
+    for chapter in CHAPTERS:
+        notebook = published(book_html, chapter)
+        installed = declared | ({"pytest"} if "'pytest'" in notebook.cells[0].source else set())
+        # The files the notebook writes are importable by their folder (own_code.swish) or from it (swish).
+        written = {part.removesuffix(".py") for cell in notebook.cells if writes_a_file(cell)
+                   for part in cell.source.split("\n", 1)[0].removeprefix("%%writefile ").split("/")}
+        for cell in notebook.cells[1:]:
+            if cell.cell_type != "code":
+                continue
+            body = cell.source.split("\n", 1)[1] if writes_a_file(cell) else cell.source
+            tree = ast.parse("\n".join(line for line in body.splitlines() if not line.lstrip().startswith(("%", "!"))))
+            for node in ast.walk(tree):
+                names = ({alias.name.split(".")[0] for alias in node.names} if isinstance(node, ast.Import) else
+                         {node.module.split(".")[0]} if isinstance(node, ast.ImportFrom) and node.level == 0 else set())
+                for name in names - written - set(sys.stdlib_module_names):
+                    if not {dist.lower() for dist in distributions.get(name, [name])} & installed:
+                        missing[name] = chapter
+    assert not missing, f"imported by the notebooks, brought by no install: {missing}"
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -98,20 +259,15 @@ def test_launch_buttons_open_a_notebook_the_build_publishes(book_html: Path, cha
         assert (folder / path).read_bytes() == (book_html / "_sources" / f"{chapter}.ipynb").read_bytes()
 
 
-def test_the_files_a_chapter_reads_are_published_and_fetched_from_the_notebooks_branch(book_html: Path) -> None:
-    companions = CONFIG["sphinx"]["config"].get("checks_notebook_files", {})
-    prefix = f"https://raw.githubusercontent.com/{OWNER}/{NAME}/{NOTEBOOKS_BRANCH}/"
+def test_the_files_a_chapter_reads_are_written_by_its_notebook(book_html: Path) -> None:
+    files = CONFIG["sphinx"]["config"].get("checks_notebook_files", {})
+    assert files, "no chapter declares the files it reads (checks_notebook_files)"
     for chapter in CHAPTERS:
-        install = published(book_html, chapter).cells[1].source
-        files = companions.get(chapter, [])
-        urls = re.findall(r"'(https://[^']+)'", install)
-        assert len(urls) == len(files), f"{chapter}: the install cell fetches {urls}, the configuration names {files}"
-        for name, url in zip(files, urls):
-            assert url.startswith(prefix) and f"'{name}': '{url}'" in install
-            path = url.removeprefix(prefix)
-            published_file = book_html.parent / NOTEBOOKS_FOLDER / path
-            assert published_file.is_file(), f"{chapter}: {url} names {path}, not in the notebooks folder"
-            assert published_file.read_bytes() == (ROOT / path).read_bytes()
+        written = {cell.source.split("\n", 1)[0].removeprefix("%%writefile "): cell.source.split("\n", 1)[1]
+                   for cell in published(book_html, chapter).cells if writes_a_file(cell)}
+        assert sorted(written) == sorted(files.get(chapter, [])), f"{chapter}: writes {sorted(written)}"
+        for name, text in written.items():
+            assert text == (ROOT / posixpath.dirname(chapter) / name).read_text(encoding="utf-8")
 
 
 def test_binder_installs_the_package_and_the_torch_that_built_the_book(book_html: Path) -> None:
@@ -119,7 +275,7 @@ def test_binder_installs_the_package_and_the_torch_that_built_the_book(book_html
 
     requirements = (book_html.parent / NOTEBOOKS_FOLDER / "requirements.txt").read_text(encoding="utf-8").splitlines()
     assert f"torch=={torch.__version__.split('+')[0]}" in requirements
-    assert f"gradient-checks[{CHAPTER_EXTRA}] @ git+{REPOSITORY}@{CONFIG['repository']['branch']}" in requirements
+    assert REQUIREMENT in requirements
 
 
 def test_the_pages_workflow_publishes_the_notebooks_to_the_branch_the_buttons_name() -> None:
@@ -133,7 +289,24 @@ def test_the_pages_workflow_publishes_the_notebooks_to_the_branch_the_buttons_na
     assert names.index("Publish the chapter notebooks") > names.index("Verify the ledger")
 
 
-# Run by the fresh environment's Python: execute one notebook top to bottom, then say where `checks` came from.
+# Importing any of the book's build stack fails in the fresh environment, as on Colab without it.
+BLOCKER = f"""
+import importlib.abc
+import sys
+
+
+class BuildStackMissing(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {BUILD_STACK!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (the book's build stack is not a reader's)")
+        return None
+
+
+sys.meta_path.insert(0, BuildStackMissing())
+"""
+
+# Run by the fresh environment's Python: "Run all" with nbclient (which stops at the first error), then say
+# where `checks` came from.
 EXECUTE = """
 import sys
 import nbclient
@@ -141,111 +314,87 @@ import nbformat
 
 notebook = nbformat.read(sys.argv[1], as_version=4)
 notebook.cells.append(nbformat.v4.new_code_cell("import checks\\nprint(checks.__file__)"))
-nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3").execute()
+nbclient.NotebookClient(notebook, timeout=900, kernel_name="python3").execute()
+nbformat.write(notebook, sys.argv[1])
 print(notebook.cells[-1].outputs[0].text.strip())
 """
 
 
-def test_every_notebook_runs_outside_the_checkout_after_pip_install(book_html: Path, tmp_path: Path) -> None:
-    """A fresh virtual environment (torch and the rest from the system, not re-downloaded), `pip install`
-    of a copy of the package (not editable), then each chapter's published notebook executed with
-    nbclient in a folder outside the checkout, where only the installed package can be imported."""
-    venv = tmp_path / "venv"
-    # Without pip of its own: the system's pip, run by the venv's Python, installs into the venv.
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
+def fresh_environment(folder: Path) -> tuple[Path, dict[str, str]]:
+    """A virtual environment where `checks` and the build stack cannot be imported, and torch, pandas,
+    pip and the rest are this environment's, reached by a plain path (not reinstalled).
+
+    Made explicitly: `python -m venv --system-site-packages` from inside a virtual environment gives the
+    *base* interpreter's packages, not this environment's; a path in a .pth file gives this environment's
+    site-packages without running the .pth files there (among them the editable install of checks).
+    """
+    venv = folder / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                  capture_output=True, text=True, check=True).stdout.strip())
+    (purelib / "outer.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    (purelib / "build_stack_missing.py").write_text(BLOCKER, encoding="utf-8")
+    (purelib / "build_stack_missing.pth").write_text("import build_stack_missing\n", encoding="utf-8")
+    environment = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    # Offline: the dependencies are this environment's; pip builds the package with the setuptools it has.
+    environment.update(PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0", PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    return venv, environment
+
+
+def test_every_notebook_runs_top_to_bottom_alone_in_a_fresh_environment(book_html: Path, tmp_path: Path) -> None:
+    """Each published notebook, alone in an empty folder outside the checkout, in a fresh environment
+    without `checks` or the build stack: its own first cell installs the package (the repository's URL
+    swapped for a copy of this checkout: no network here), then "Run all" with nbclient, without an error.
+    The exercise left blank says what to fill in instead of raising."""
+    venv, environment = fresh_environment(tmp_path)
     python = str(venv / "bin" / "python")
+    probe = subprocess.run([python, "-c", "import importlib.util as u; print(u.find_spec('checks'), u.find_spec('torch') is not None)"],
+                           capture_output=True, text=True, env=environment, cwd=tmp_path)
+    assert probe.stdout.split() == ["None", "True"], probe.stdout + probe.stderr
     package = tmp_path / "package"  # a copy, so that building the wheel leaves nothing in the checkout
     shutil.copytree(ROOT / "checks", package / "checks", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, package / name)
-    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    install = subprocess.run([python, "-m", "pip", "install", "-q", "--no-index", "--no-build-isolation", str(package)],
-                             capture_output=True, text=True, env=environment, cwd=tmp_path)
-    assert install.returncode == 0, install.stdout + install.stderr
+    local = f"gradient-checks[notebook] @ {package.as_uri()}"
 
-    # What Binder gets: the notebooks branch, each notebook with the files its chapter reads beside it.
-    work = tmp_path / "reader"
-    shutil.copytree(book_html.parent / NOTEBOOKS_FOLDER, work)
     runs = {}
     for chapter in CHAPTERS:
-        notebook = work / f"{chapter}.ipynb"
-        runs[chapter] = subprocess.Popen([python, "-c", EXECUTE, str(notebook)], cwd=notebook.parent, env=environment,
+        notebook = published(book_html, chapter)
+        assert REQUIREMENT in notebook.cells[0].source
+        notebook.cells[0].source = notebook.cells[0].source.replace(REQUIREMENT, local)
+        folder = tmp_path / "readers" / chapter.replace("/", "-")
+        folder.mkdir(parents=True)
+        nbformat.write(notebook, folder / "chapter.ipynb")
+        runs[chapter] = subprocess.Popen([python, "-c", EXECUTE, "chapter.ipynb"], cwd=folder, env=environment,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if chapter == CHAPTERS[0]:
+            # The first installs the package; the others find it installed (one pip at a time in one venv).
+            runs[chapter].wait(timeout=900)
     for chapter, run in runs.items():
         stdout, stderr = run.communicate(timeout=900)
-        assert run.returncode == 0, f"{chapter} failed outside the checkout:\n{stderr[-4000:]}"
+        assert run.returncode == 0, f"{chapter} failed in a fresh environment:\n{stderr[-4000:]}"
         imported = Path(stdout.strip().splitlines()[-1])
         assert imported.is_relative_to(venv), f"{chapter} imported checks from {imported}, not the fresh install"
+        executed = nbformat.read(tmp_path / "readers" / chapter.replace("/", "-") / "chapter.ipynb", as_version=4)
+        for source in chapter_cells(chapter):
+            if "skip-execution" in tags(source):
+                cell = next(cell for cell in executed.cells if cell.source == source.source)
+                said = " ".join(str(output.get("data", {}).get("text/plain", output.get("text", ""))) for output in cell.outputs)
+                assert "fill in the blanks" in said, f"{chapter}: the blank exercise said {said!r}"
 
 
-def test_the_package_declares_every_distribution_the_chapters_import() -> None:
-    """`pip install` of the package with the chapters' extra must bring what their code imports (outside the
-    stdlib)."""
-    import ast as python_ast
-    import importlib.metadata
-    import tomllib
-
-    from packaging.requirements import Requirement
-
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    declared, extras = {project["name"]}, [CHAPTER_EXTRA]
-    requirements = list(project["dependencies"])
-    while extras:  # an extra may name another of the package's own extras (gradient-checks[notebook])
-        for line in project["optional-dependencies"][extras.pop()]:
-            requirement = Requirement(line)
-            if requirement.name == project["name"]:
-                extras += sorted(requirement.extras)
-            else:
-                requirements.append(line)
-    declared |= {Requirement(line).name.lower() for line in requirements}
-    distributions = importlib.metadata.packages_distributions()
-    imported = set()
-    for chapter in CHAPTERS:
-        for source in chapter_code(chapter):
-            lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
-            for node in python_ast.walk(python_ast.parse("\n".join(lines))):
-                if isinstance(node, python_ast.Import):
-                    names = {alias.name.split(".")[0] for alias in node.names}
-                elif isinstance(node, python_ast.ImportFrom) and node.level == 0:
-                    names = {node.module.split(".")[0]}
-                else:
-                    continue
-                # The chapter's own files (published beside its notebook) are not distributions.
-                folder = ROOT / Path(chapter).parent
-                imported |= {name for name in names if not (folder / name).is_dir() and not (folder / f"{name}.py").is_file()}
-    third_party = {name for name in imported if name not in sys.stdlib_module_names}
-    missing = {name: distributions.get(name) for name in third_party
-               if not {dist.lower() for dist in distributions.get(name, [name])} & declared}
-    assert not missing, f"pyproject.toml's dependencies and its chapters' extra miss what the chapters import: {missing}"
-
-
-def test_the_install_cell_installs_checks_where_it_is_missing(book_html: Path, tmp_path: Path) -> None:
-    """The notebook's install cell, run where `checks` cannot be imported, installs it from a git URL
-    and the same kernel imports it next. The repository URL is swapped for this checkout's commit (no
-    network here); the cell is otherwise run as published."""
-    import sysconfig
-
+def test_the_install_cell_installs_checks_from_a_git_url(book_html: Path, tmp_path: Path) -> None:
+    """The install cell, run where `checks` cannot be imported, installs it from a git URL and the same
+    process imports it next. The repository URL is swapped for this checkout's commit (no network here)."""
     head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT)
     if head.returncode != 0:
         pytest.skip(f"not a git checkout: the install cell installs from a git URL ({head.stderr.strip()})")
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-    # The system's torch, pip and the rest as a plain path: the .pth files there (among them the editable
-    # install of checks) are not run, so `checks` is missing, as on Colab.
-    (Path(purelib) / "system.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
-    install = published(book_html, CHAPTERS[0]).cells[1].source
-    requirement = f"gradient-checks[{CHAPTER_EXTRA}] @ git+{REPOSITORY}@{CONFIG['repository']['branch']}"
-    assert requirement in install
-    local = f"gradient-checks[{CHAPTER_EXTRA}] @ git+file://localhost{ROOT.as_posix()}@{head.stdout.strip()}"
-    program = ('import importlib.util\nassert importlib.util.find_spec("checks") is None, "checks is importable already"\n'
-               + install.replace(requirement, local) + "\nimport checks\nprint(checks.__file__)")
-    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    # Offline: the dependencies are the system's; pip builds with the setuptools it has.
-    environment.update(PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0")
-    run = subprocess.run([str(python), "-c", program], capture_output=True, text=True, cwd=tmp_path, env=environment,
-                         timeout=600)
+    venv, environment = fresh_environment(tmp_path)
+    install = published(book_html, CHAPTERS[0]).cells[0].source
+    local = f"gradient-checks[notebook] @ git+file://localhost{ROOT.as_posix()}@{head.stdout.strip()}"
+    program = install.replace(REQUIREMENT, local) + "\nimport checks\nprint(checks.__file__)"
+    run = subprocess.run([str(venv / "bin" / "python"), "-c", program], capture_output=True, text=True, cwd=tmp_path,
+                         env=environment, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert Path(run.stdout.strip().splitlines()[-1]).is_relative_to(venv)

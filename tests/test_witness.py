@@ -60,6 +60,9 @@ def test_each_function_runs_on_a_fresh_leaf_per_dtype_and_its_source_is_recorded
     ("def g(x):\n    (d,) = torch.autograd.grad(x * x, x, create_graph=True)\n    return d", "create_graph"),
     ("def g(x):\n    return torch.func.jacrev(lambda t: t * t)(x)", "jacrev"),
     ("def g(x):\n    return torch.func.jacfwd(lambda t: t * t)(x)", "jacfwd"),
+    ("def g(x):\n    _, pullback = torch.func.vjp(lambda t: t * t, x)\n    return pullback(torch.ones_like(x))[0]",
+     "vjp"),
+    ("def g(x):\n    return torch.func.jvp(lambda t: t * t, (x,), (torch.ones_like(x),))[1]", "jvp"),
 ])
 def test_how_is_inferred_from_the_call_in_the_source(source: str, how: str, tmp_path) -> None:
     path = tmp_path / "code.py"
@@ -288,3 +291,12 @@ def test_provenance_table_and_plain_refuse_what_they_cannot_show() -> None:
     words = list(checks.provenance_frame(list(results))["where the derivative came from"])
     assert words == ["stored in .grad by backward()", "returned by autograd.grad"]
     assert checks.plain(results[0].observed_gradient) == 6.0 and checks.plain(None) == "none"
+
+
+def test_a_quote_keeps_pytorch_s_text_and_its_line_breaks() -> None:
+    # gradcheck writes a Jacobian one row per line; the quotation wraps long words but keeps those lines.
+    message = "Jacobian mismatch for output 0 with respect to input 0,\nnumerical:tensor([[0.5]])\n<analytical>"
+    html = checks.Quote(message)._repr_html_()
+    assert "white-space: pre-wrap" in html and "overflow-wrap: anywhere" in html
+    assert "tensor([[0.5]])\n&lt;analytical&gt;</blockquote>" in html
+    assert repr(checks.Quote(message)) == message

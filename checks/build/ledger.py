@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import CheckInputError
-from ..teaching.display import HOW_WORDS, RECORDS_MIME, cell_text, mismatched_indices, vector_html
-from ..teaching.records import PROBLEMS, Record
+from ..teaching.display import (HOW_WORDS, RECORDS_MIME, allowance_at, cell_text, mismatched_indices, percent,
+                                vector_html)
+from ..teaching.records import PROBLEMS, WEAK_ABOVE, Record, is_weak
 from .fingerprint import components, digest as json_digest
 
 Entry = dict[str, Any]
@@ -48,9 +49,13 @@ COLUMNS = {
     "observed_gradient": "observed",
     "abs_error": "error",
     "tolerance": "allowed",
+    "detectable_relative_error": "detects",
+    "weak": "weak",
 }
 # Columns the reader filters by, with a pane of their values and counts above the table.
-FILTERS = ("outcome", "chapter", "how", "dtype", "device")
+FILTERS = ("outcome", "chapter", "how", "dtype", "device", "weak")
+# The weak column's words: a pass whose allowance would pass a gradient more than WEAK_ABOVE wrong.
+WEAK_WORDS = {(False, False): "no", (False, True): "no", (True, True): "yes, declared", (True, False): "yes, undeclared"}
 
 
 def entry(record: Record, *, chapter: str, page: str, shown: bool = True) -> Entry:
@@ -59,7 +64,7 @@ def entry(record: Record, *, chapter: str, page: str, shown: bool = True) -> Ent
     anchor is the record's row on its page, or "" for a check the page executed but does not display.
     """
     return {**record.to_dict(), "chapter": chapter, "page": page, "anchor": record.id if shown else "",
-            "outcome": record.outcome}
+            "outcome": record.outcome, "weak": record.weak}
 
 
 def ordered(entries: Sequence[Entry]) -> list[Entry]:
@@ -119,6 +124,8 @@ REQUIRED: dict[str, type | tuple[type, ...]] = {
     "executed": bool, "x": (int, float, list, dict),
     # None: a pass whose expected outcome is no gradient at all (x.grad stays None, checks.witness).
     "analytical_gradient": (int, float, list, dict, type(None)),
+    # None: no expected element is non-zero (or none was expected); checks.core.compare.detectable.
+    "detectable_relative_error": (int, float, type(None)),
 }
 CHAPTER_KEYS: dict[str, type | tuple[type, ...]] = {
     "chapter": str, "page": str, "source": str, "source_sha256": str, "executed": int, "execution": str,
@@ -273,6 +280,34 @@ def verify(found: Ledger) -> list[str]:
                          f"is {outcome!r}")
         if outcome in PROBLEMS:
             lines.extend(_described(item, outcome))
+        if weak_of(item) and not item.get("weak_reason"):
+            lines.extend(_weak_described(item, "undeclared weak check"))
+            lines.append('    make it strong (each element its own allowance, another step or method, a finer dtype) '
+                         'or declare why a coarse allowance is acceptable there: weak="..."')
+    return lines
+
+
+def weak_of(item: Entry) -> bool:
+    """Weak recomputed from the verdict and the detectable error, never read from the stored flag."""
+    return is_weak(item["verdict"], item["detectable_relative_error"])
+
+
+def weak_entries(entries: Sequence[Entry]) -> list[Entry]:
+    return [item for item in entries if weak_of(item)]
+
+
+def _weak_described(item: Entry, what: str) -> list[str]:
+    """A weak check: what, where, how wrong a gradient it would pass, and why (its allowance there)."""
+    record = Record.from_dict(item)
+    at = f" at element {item['detectable_index']}" if item.get("detectable_index") else ""
+    allowed = allowance_at(record)
+    there = f": it allows {allowed[0]:.3g} there, where {allowed[1]:.3g} is expected" if allowed else ""
+    lines = [f"- {what}: {item['check']} ({item['dtype']} on {item['device']}, {item['how']}"
+             + (f" {item['method']}" if item.get("method") else "") + f") in {item['chapter']} [{_where(item)}]",
+             f"    detectable error {item['detectable_relative_error']:.3g}: its allowance would pass a gradient up to "
+             f"{percent(item['detectable_relative_error'])} wrong{at}{there}"]
+    if item.get("weak_reason"):
+        lines.append(f"    declared: {item['weak_reason']}")
     return lines
 
 
@@ -300,16 +335,24 @@ def report(entries: Sequence[Entry], problem_lines: Sequence[str] | None = None)
     counts = summary(entries)
     lines = [f"{counts['checks']} checks: " + ", ".join(f"{count} {outcome}" for outcome, count in
                                                         sorted(counts["outcomes"].items(), key=_by_outcome))]
+    weak = weak_entries(entries)
+    declared = [item for item in weak if item.get("weak_reason")]
+    lines.append(f"{len(weak)} weak {'pass' if len(weak) == 1 else 'passes'} (allowing a gradient more than "
+                 f"{percent(WEAK_ABOVE)} wrong): "
+                 f"{len(declared)} declared, {len(weak) - len(declared)} undeclared")
+    lines.extend(line for item in declared for line in _weak_described(item, "declared weak"))
     found = list(problem_lines) if problem_lines is not None else _problem_lines(entries)
     if not found:
         lines.append("No problems: every executed check is in the ledger, every failure was declared expected, "
-                     "and every expected failure failed.")
+                     "every expected failure failed, and every weak pass was declared.")
     lines.extend(found)
     return "\n".join(lines)
 
 
 def _problem_lines(entries: Sequence[Entry]) -> list[str]:
-    return [line for item in problems(entries) for line in _described(item, item["outcome"])]
+    return ([line for item in problems(entries) for line in _described(item, item["outcome"])]
+            + [line for item in weak_entries(entries) if not item.get("weak_reason")
+               for line in _weak_described(item, "undeclared weak check")])
 
 
 def _by_outcome(pair: tuple[str, int]) -> int:
@@ -398,6 +441,14 @@ def _ledger_cell(key: str, item: Entry, record: Record, link: Callable[[Entry], 
     if key == "abs_error":
         return (f'<td class="checks-abs_error-rel_error" data-order="{record.abs_error}">abs '
                 f"{html.escape(cell_text('abs_error', record))}<br>rel {html.escape(cell_text('rel_error', record))}</td>")
+    if key == "detectable_relative_error":
+        value = record.detectable_relative_error
+        text = "none" if value is None else f"{value:.2g}" + (f" ({percent(value)})" if value >= 1e-3 else "")
+        at = f"<br>at {html.escape(str(record.detectable_index))}" if value is not None and record.detectable_index else ""
+        return (f'<td class="checks-detectable" data-order="{-1 if value is None else value}" '
+                f'title="{html.escape(cell_text(key, record))}">{html.escape(text)}{at}</td>')
+    if key == "weak":
+        return f'<td class="checks-weak-flag">{WEAK_WORDS[record.weak, bool(record.weak_reason)]}</td>'
     return f'<td class="checks-{key}">{html.escape(cell_text(key, record))}</td>'
 
 
@@ -417,9 +468,9 @@ def _table_script(table_library: str) -> str:
         "autoWidth": False,
         "layout": {"top1": {"searchPanes": {"columns": [columns.index(key) for key in FILTERS],
                                             "cascadePanes": True, "viewTotal": True,
-                                            "layout": "columns-5"}}},
+                                            "layout": "columns-3"}}},
         "language": {"searchPanes": {"title": {"_": "%d filters active", "0": "Filter by outcome, chapter, how, "
-                                                                             "dtype or device", "1": "1 filter active"}}},
+                                                                             "dtype, device or weak", "1": "1 filter active"}}},
         "columnDefs": [{"searchPanes": {"show": True}, "targets": [columns.index(key) for key in FILTERS]},
                        {"searchPanes": {"show": False}, "targets": [index for index, key in enumerate(columns)
                                                                       if key not in FILTERS]}],

@@ -1,91 +1,110 @@
-"""Sphinx extension: every chapter as a notebook a reader can download, or open in Colab or Binder.
+"""Sphinx extension: every chapter as a notebook that reads and runs like its page, for the download menu,
+Colab and Binder.
 
-myst-nb writes each executed chapter to `_build/jupyter_execute/<page>.ipynb`, and sphinx-book-theme
-(when `launch_buttons` are configured) copies it into `_sources/` and offers it in the page's download
-menu. This extension puts one install step in front of that copy, so the notebook runs where `checks` is
-not installed, and collects the notebooks into `_build/notebooks/`, the folder the Pages workflow
-publishes to the repository's notebooks branch: Colab and Binder open notebooks from GitHub, and the
-launch buttons point there (the theme would point them at the `.md` source on the main branch, which
-Colab cannot open).
+The notebook is written from the page's resolved doctree (what the HTML is written from), not from the
+MyST source: glued values are the text the page shows, exercises are block quotes, solutions are folded
+(their prose in `<details>`, their code cells hidden with `metadata.jupyter`), literal includes are
+`%%writefile` cells (so the notebook writes the files its chapter reads, and runs alone in an empty
+folder), admonitions are block quotes, cross-references are links to the published pages, math stays
+`$...$` / `$$...$$`, and cells the page removes (`remove-cell`) are left out. Code cells are myst-nb's
+executed cells, with their outputs (taken from `_build/jupyter_execute/<page>.ipynb` by the cell index
+myst-nb keeps on each cell node). A first cell installs what the chapter imports where it is missing:
+the package with its `notebook` extra (pandas, matplotlib), and pytest for a chapter whose code runs it.
 
-The repository URL and branch come from `_config.yml` (`repository:`), the one place a fork changes.
+Why not sphinx-tojupyter (QuantEcon's doctree-to-notebook builder, 0.6.0, maintained, Sphinx >= 7): tried
+on this book's first chapter with Sphinx 7.4, myst-nb 1.4 and sphinx-exercise 1.2, it resolves glued
+text, but every code cell came out as a Markdown code block (myst-nb names the language `ipython3`, not
+its `python3`: no cell to run), with no outputs (its writer skips myst-nb's cell outputs and executes
+notebooks itself, with dask), exercises as `## Exercise 1` headings and each solution unfolded under
+`## Solution to Exercise 1`, its code shown. It also loads only after myst-nb (loaded first, it defines
+myst-nb's `nb_mime_priority_overrides` and myst-nb refuses to start), is a builder of its own (`-b
+jupyter`: a second Sphinx run, which here executes every chapter again and knows nothing of the HTML
+build's download menu and launch buttons), and brings dask[distributed], nbconvert and nbdime into the
+build. Configuring and patching around all of that is more than the writer below, which is the part this
+book needs, run on the doctree the HTML build already has.
+
+sphinx-book-theme copies each executed notebook into `_sources/` and offers it in the page's download
+menu; this extension writes the reader's notebook there instead, and collects the notebooks into
+`_build/notebooks/`, the folder the Pages workflow publishes to the repository's notebooks branch: Colab
+and Binder open notebooks from GitHub, and the launch buttons point there (the theme would point them at
+the `.md` source on the main branch, which Colab cannot open). The repository URL and branch come from
+`_config.yml` (`repository:`), the one place a fork changes; the published site's URL (for
+cross-references) is `checks_site_url`, else `html_baseurl`, else the repository's GitHub Pages address.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
+import mimetypes
 import posixpath
+import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import nbformat
 import torch
+from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.errors import ConfigError
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
 
 # Where the notebooks are collected, beside _build/html; the Pages workflow publishes this folder.
 NOTEBOOKS_FOLDER = "notebooks"
-# The distribution pyproject.toml names; its import package is `checks`.
+# The distribution pyproject.toml names (its import package is `checks`), and the extra that adds what
+# the chapters' tables and figures need.
 DISTRIBUTION = "gradient-checks"
+EXTRA = "notebook"
+# Modules the package with its extra brings; a notebook installs it where any of them is missing.
+PACKAGE_MODULES = ("checks", "pandas", "matplotlib")
+# Tools a chapter's code may run, installed (pip name = module name) only where the chapter uses them.
+TOOLS = ("pytest",)
 INSTALL_TAG = "checks-install"
-# pyproject.toml's extra that brings what the chapters import besides torch and numpy.
-CHAPTER_EXTRA = "book"
 THEME_PRIORITY = 501  # sphinx-book-theme's launch and download buttons
+# A cell the reader completes; the book does not run it, the notebook does (checks.witness then says
+# what to fill in instead of raising), so the tag is dropped there.
+BLANKS_TAG = "skip-execution"
+HIDDEN_SOURCE_TAGS = {"hide-input", "hide-cell", "remove-input"}
+HIDDEN_OUTPUT_TAGS = {"hide-output", "hide-cell"}
+# myst-nb's own names for a code cell's language and its text outputs, as Markdown fences name them.
+FENCE_LANGUAGES = {"ipython3": "python", "ipython": "python", "myst-ansi": "", "default": ""}
 
 
 def install_requirement(repository_url: str, branch: str) -> str:
-    """The pip requirement that installs this package from the repository (a fork's URL gives the fork), with
-    the extra the chapters' code needs beside the checker library."""
-    return f"{DISTRIBUTION}[{CHAPTER_EXTRA}] @ git+{repository_url.rstrip('/')}@{branch}"
+    """The pip requirement that installs this package, with the notebook extra, from the repository."""
+    return f"{DISTRIBUTION}[{EXTRA}] @ git+{repository_url.rstrip('/')}@{branch}"
 
 
-def install_cells(requirement: str, companions: Mapping[str, str] | None = None) -> list[nbformat.NotebookNode]:
-    """A markdown cell saying what the next one does, and the code cell installing `checks` if missing.
-
-    companions -- files the chapter reads from its folder (path relative to the notebook -> URL): fetched
-                  where the notebook was opened alone (Colab opens one file, not the folder).
-    """
-    companions = dict(companions or {})
-    fetched = (f" It also fetches the files this chapter reads ({', '.join(f'`{name}`' for name in companions)}) "
-               "when they are not beside the notebook.") if companions else ""
-    note = nbformat.v4.new_markdown_cell(
-        "**Running this notebook outside the book** (Colab, Binder, your own machine): the next cell "
-        "installs the book's `checks` package, with what the chapters import, from the book's repository "
-        f"(`pip install \"{requirement}\"`). Where `checks` is already importable it does nothing.{fetched}"
-    )
+def install_cell(requirement: str, tools: Sequence[str] = (), folders: Sequence[str] = ()) -> nbformat.NotebookNode:
+    """The notebook's first cell: installs what the chapter imports where it is missing, and makes the
+    folders its %%writefile cells write into."""
+    needed = {module: "PACKAGE" for module in PACKAGE_MODULES} | {tool: repr(tool) for tool in tools}
     source = [
-        "import importlib",
+        "# Outside the book (Colab, Binder, your own Jupyter): install what this chapter imports where it is missing.",
         "import importlib.util",
         "import subprocess",
         "import sys",
-        *(["import urllib.request", "from pathlib import Path"] if companions else []),
+        *(["from pathlib import Path"] if folders else []),
         "",
-        'if importlib.util.find_spec("checks") is None:',
-        f'    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "{requirement}"])',
-        "    importlib.invalidate_caches()  # so that the next cells find the package just installed",
+        f'PACKAGE = "{requirement}"',
+        "NEEDED = {" + ", ".join(f'"{module}": {value}' for module, value in needed.items()) + "}",
+        "missing = sorted({requirement for module, requirement in NEEDED.items() if importlib.util.find_spec(module) is None})",
+        "if missing:",
+        '    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", *missing])',
+        "    importlib.invalidate_caches()  # so that the next cells find what was just installed",
     ]
-    if companions:
-        source += ["", f"COMPANIONS = {companions!r}", "for name, url in COMPANIONS.items():",
-                   "    if not Path(name).exists():",
-                   "        Path(name).parent.mkdir(parents=True, exist_ok=True)",
-                   "        urllib.request.urlretrieve(url, name)"]
-    code = nbformat.v4.new_code_cell("\n".join(source))
-    for cell in (note, code):
-        cell.metadata["tags"] = [INSTALL_TAG]
-    return [note, code]
-
-
-def with_install_cells(notebook: nbformat.NotebookNode, requirement: str,
-                       companions: Mapping[str, str] | None = None) -> nbformat.NotebookNode:
-    """The notebook with the install cells first (a copy; the executed one is left as myst-nb wrote it)."""
-    result = copy.deepcopy(notebook)
-    result.cells = install_cells(requirement, companions) + [
-        cell for cell in result.cells if INSTALL_TAG not in cell.get("metadata", {}).get("tags", [])
-    ]
-    return result
+    if folders:
+        source += ["", f"for folder in {list(folders)!r}:  # where this notebook's %%writefile cells write the chapter's files",
+                   "    Path(folder).mkdir(parents=True, exist_ok=True)"]
+    cell = nbformat.v4.new_code_cell("\n".join(source))
+    cell.metadata["tags"] = [INSTALL_TAG]
+    return cell
 
 
 def binder_requirements(requirement: str) -> str:
@@ -98,6 +117,346 @@ def binder_requirements(requirement: str) -> str:
     )
 
 
+# ---------------------------------------------------------------------------------------------------
+# The doctree, written as notebook cells
+
+
+@dataclass
+class Page:
+    """What the writer needs to know about the page beyond its doctree."""
+
+    url: str  # the published page, for links to anchors and other pages
+    site: str  # the published site's root, ending in /
+    folder: Path  # the chapter's folder (literal includes below it become %%writefile cells)
+    executed: nbformat.NotebookNode  # myst-nb's executed notebook: each code cell's source and outputs
+    exercise_numbers: Mapping[str, str] = field(default_factory=dict)  # exercise id -> "1"
+    images: Mapping[str, Path] = field(default_factory=dict)  # the HTML's image name -> its file
+
+
+@dataclass
+class _Frame:
+    """A box the cells inside it are written in: an exercise or admonition (quote), a solution (details)."""
+
+    kind: str  # "quote" or "details"
+    title: str  # the first Markdown cell's title (quote) or summary (details)
+    written: int = 0  # Markdown cells written inside it so far
+
+    def wrap(self, text: str) -> str:
+        if self.kind == "details":
+            summary = self.title if not self.written else f"{self.title} (continued)"
+            return f"<details>\n<summary>{summary}</summary>\n\n{text}\n\n</details>"
+        if not self.written:
+            text = f"**{self.title}**\n\n{text}"
+        return "\n".join(f"> {line}" if line else ">" for line in text.split("\n"))
+
+
+class NotebookWriter:
+    """Walks a resolved doctree and writes the cells a reader meets in Jupyter."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.cells: list[nbformat.NotebookNode] = []
+        self.blocks: list[str] = []  # Markdown blocks of the cell being written
+        self.attachments: dict[str, dict[str, str]] = {}
+        self.frames: list[_Frame] = []
+        self.written_files: list[str] = []  # files the notebook writes (%%writefile), relative to its folder
+        self.unknown: set[str] = set()  # node types written as their plain text, for the build log
+
+    # Structure: cells, and the boxes they are written in
+
+    def write(self, document: nodes.document) -> list[nbformat.NotebookNode]:
+        self.walk(document, level=0)
+        self.flush()
+        return self.cells
+
+    def flush(self) -> None:
+        text = "\n\n".join(block for block in self.blocks if block.strip())
+        self.blocks = []
+        if not text:
+            return
+        for frame in reversed(self.frames):
+            text = frame.wrap(text)
+            frame.written += 1
+        cell = nbformat.v4.new_markdown_cell(text)
+        if self.attachments:
+            cell.attachments = self.attachments
+            self.attachments = {}
+        self.cells.append(cell)
+
+    def framed(self, node: nodes.Element, frame: _Frame, level: int) -> None:
+        """The node's content in a box of its own; its title is the frame's."""
+        self.flush()
+        self.frames.append(frame)
+        for child in node.children:
+            if not isinstance(child, nodes.title):
+                self.walk(child, level)
+        self.flush()
+        self.frames.pop()
+
+    def walk(self, node: nodes.Node, level: int) -> None:
+        if isinstance(node, (nodes.document, nodes.section)):
+            title = node.next_node(nodes.title) if isinstance(node, nodes.section) else None
+            if title is not None and title.parent is node:
+                self.blocks.append("#" * min(level + 1, 6) + " " + self.inline_children(title))
+            for child in node.children:
+                if child is not title:
+                    self.walk(child, level + 1 if isinstance(node, nodes.section) and title is not None else level)
+        elif node.tagname in ("exercise_enumerable_node", "exercise_unenumerable_node"):
+            number = self.page.exercise_numbers.get((node.get("ids") or [""])[0], "")
+            subtitle = self.inline_children(node.children[0]) if node.children else ""
+            title = " ".join(part for part in (f"Exercise {number}".strip(), subtitle) if part)
+            self.framed(node, _Frame("quote", title), level)
+        elif node.tagname == "solution_node":
+            self.framed(node, _Frame("details", node.children[0].astext().strip() or "Solution"), level)
+        elif isinstance(node, nodes.Admonition):
+            title = node.next_node(nodes.title)
+            name = self.inline_children(title) if title is not None and title.parent is node else node.tagname.title()
+            self.framed(node, _Frame("quote", name), level)
+        elif isinstance(node, nodes.container) and node.get("nb_element") == "cell_code":
+            self.code_cell(node)
+        elif isinstance(node, nodes.literal_block) and self.written_file(node):
+            self.writefile_cell(node)
+        elif isinstance(node, (nodes.container, nodes.compound)):
+            for child in node.children:
+                self.walk(child, level)
+        else:
+            self.blocks.append(self.block(node))
+
+    def code_cell(self, node: nodes.container) -> None:
+        """myst-nb's executed cell (source, outputs, tags), hidden where the page hides it or it solves an exercise."""
+        self.flush()
+        executed = self.page.executed.cells[int(node["cell_index"])]
+        tags = [tag for tag in executed.metadata.get("tags", []) if tag != BLANKS_TAG]
+        in_solution = any(frame.kind == "details" for frame in self.frames)
+        outputs = [] if "remove-output" in tags else copy.deepcopy(executed.get("outputs", []))
+        cell = nbformat.v4.new_code_cell(executed.source, outputs=outputs,
+                                         execution_count=executed.get("execution_count"))
+        if tags:
+            cell.metadata["tags"] = tags
+        hidden = {}
+        if in_solution or HIDDEN_SOURCE_TAGS & set(tags):
+            hidden["source_hidden"] = True
+        if in_solution or HIDDEN_OUTPUT_TAGS & set(tags):
+            hidden["outputs_hidden"] = True
+        if hidden:
+            cell.metadata["jupyter"] = hidden
+        self.cells.append(cell)
+
+    def written_file(self, node: nodes.literal_block) -> str | None:
+        """A literal include of a whole file in the chapter's folder: its path there, else None."""
+        source = node.get("source")
+        if not source or not Path(source).is_file():
+            return None
+        try:
+            relative = Path(source).resolve().relative_to(self.page.folder.resolve()).as_posix()
+        except ValueError:
+            return None
+        return relative if Path(source).read_text(encoding="utf-8").strip() == node.astext().strip() else None
+
+    def writefile_cell(self, node: nodes.literal_block) -> None:
+        """A literal include as the cell that writes the file: the reader reads it, and running it writes it."""
+        self.flush()
+        relative = self.written_file(node)
+        text = (self.page.folder / relative).read_text(encoding="utf-8")
+        self.cells.append(nbformat.v4.new_code_cell(f"%%writefile {relative}\n{text}"))
+        self.written_files.append(relative)
+
+    # Blocks: Markdown text of one block node
+
+    def block(self, node: nodes.Node) -> str:
+        if isinstance(node, nodes.paragraph):
+            return self.inline_children(node)
+        if isinstance(node, (nodes.bullet_list, nodes.enumerated_list)):
+            return self.list_block(node)
+        if isinstance(node, nodes.literal_block):
+            return self.fence(node.astext(), FENCE_LANGUAGES.get(node.get("language", ""), node.get("language", "")))
+        if isinstance(node, nodes.math_block):
+            return f"$$\n{node.astext().strip()}\n$$"
+        if isinstance(node, nodes.raw):
+            return self.raw_html(node)
+        if isinstance(node, nodes.table):
+            return self.table(node)
+        if isinstance(node, nodes.figure):
+            return "\n\n".join(self.block(child) for child in node.children)
+        if isinstance(node, nodes.image):
+            return self.image(node)
+        if isinstance(node, nodes.caption):
+            return f"*{self.inline_children(node)}*"
+        if isinstance(node, nodes.rubric):
+            return f"**{self.inline_children(node)}**"
+        if isinstance(node, (nodes.block_quote, nodes.topic, nodes.sidebar)):
+            inner = "\n\n".join(self.block(child) for child in node.children)
+            return "\n".join(f"> {line}" if line else ">" for line in inner.split("\n"))
+        if isinstance(node, nodes.definition_list):
+            return "\n\n".join(
+                f"**{self.inline_children(item.next_node(nodes.term))}**\n\n"
+                + "\n\n".join(self.block(child) for child in item.next_node(nodes.definition).children)
+                for item in node.children)
+        if isinstance(node, nodes.transition):
+            return "---"
+        if isinstance(node, (nodes.comment, nodes.target, nodes.substitution_definition, nodes.system_message,
+                             nodes.Invisible)):
+            return ""
+        if isinstance(node, (nodes.container, nodes.compound, nodes.legend)):
+            return "\n\n".join(self.block(child) for child in node.children)
+        if isinstance(node, nodes.Element) and all(isinstance(child, nodes.Body) for child in node.children):
+            self.unknown.add(node.tagname)
+            return "\n\n".join(self.block(child) for child in node.children)
+        self.unknown.add(node.tagname)
+        return self.inline(node)
+
+    def list_block(self, node: nodes.Element) -> str:
+        items = []
+        start = int(node.get("start", 1))
+        for number, item in enumerate(node.children, start=start):
+            marker = f"{number}. " if isinstance(node, nodes.enumerated_list) else "- "
+            text = "\n\n".join(self.block(child) for child in item.children)
+            lines = text.split("\n")
+            items.append(marker + "\n".join([lines[0], *((" " * len(marker) + line) if line else "" for line in lines[1:])]))
+        return "\n".join(items)
+
+    def table(self, node: nodes.table) -> str:
+        rows = []
+        for row in node.findall(nodes.row):
+            cells = [" ".join(self.block(child) for child in entry.children).replace("|", "\\|").replace("\n", " ")
+                     for entry in row.children]
+            rows.append("| " + " | ".join(cells) + " |")
+        if not rows:
+            return ""
+        width = rows[0].count(" | ") + 1
+        return "\n".join([rows[0], "|" + "---|" * width, *rows[1:]])
+
+    def image(self, node: nodes.image) -> str:
+        """An image as a cell attachment (the notebook stands alone), or a link where it is on the web."""
+        uri, alt = node["uri"], node.get("alt", "")
+        if "://" in uri or uri.startswith("data:"):
+            return f"![{alt}]({uri})"
+        path = self.page.images.get(posixpath.basename(uri))
+        if path is None or not path.is_file():
+            logger.warning(f"checks.build.notebooks: image {uri} not found; the notebook shows its alt text")
+            return alt
+        mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        self.attachments[path.name] = {mime: base64.b64encode(path.read_bytes()).decode("ascii")}
+        return f"![{alt}](attachment:{path.name})"
+
+    @staticmethod
+    def raw_html(node: nodes.raw) -> str:
+        """Raw HTML as Jupyter shows it; scripts (the theme's Thebe configuration) are the page's, not the reader's."""
+        text = node.astext()
+        return text if "html" in node.get("format", "").split() and not text.lstrip().startswith("<script") else ""
+
+    @staticmethod
+    def fence(text: str, language: str) -> str:
+        ticks = "`" * max(3, max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+        return f"{ticks}{language}\n{text.rstrip()}\n{ticks}"
+
+    # Inline: Markdown text of a paragraph's content
+
+    def inline_children(self, node: nodes.Element) -> str:
+        parts = [self.inline(child) for child in node.children]
+        for index, child in enumerate(node.children):
+            if isinstance(child, (nodes.strong, nodes.emphasis)):
+                before, after = "".join(parts[:index])[-1:], "".join(parts[index + 1:])[:1]
+                parts[index] = self.emphasis(child, before, after)
+        return "".join(parts).strip()
+
+    def emphasis(self, node: nodes.Element, before: str, after: str) -> str:
+        """**strong** or *emphasis*, or its HTML tag where Markdown would not read the stars as such:
+        CommonMark opens `**` before punctuation only after a space or punctuation (`c =** 10**.**`)."""
+        text = self.inline_children(node)
+        mark, tag = ("**", "strong") if isinstance(node, nodes.strong) else ("*", "em")
+
+        def loose(inside: str, outside: str) -> bool:  # punctuation inside, a letter or digit outside
+            return not inside.isalnum() and outside.isalnum()
+
+        if not text or text[0].isspace() or text[-1].isspace() or loose(text[0], before) or loose(text[-1], after):
+            return f"<{tag}>{text}</{tag}>"
+        return f"{mark}{text}{mark}"
+
+    def inline(self, node: nodes.Node) -> str:
+        if isinstance(node, nodes.Text):
+            return escape(node.astext()).replace("\n", " ")
+        if isinstance(node, nodes.strong):
+            return f"**{self.inline_children(node)}**"
+        if isinstance(node, nodes.emphasis):
+            return f"*{self.inline_children(node)}*"
+        if isinstance(node, nodes.literal):
+            text = node.astext().replace("\n", " ")
+            ticks = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+            padding = " " if text.startswith("`") or text.endswith("`") else ""
+            return f"{ticks}{padding}{text}{padding}{ticks}"
+        if isinstance(node, nodes.math):
+            return f"${node.astext().strip()}$"
+        if isinstance(node, nodes.reference):
+            return f"[{self.inline_children(node)}]({self.link(node)})"
+        if isinstance(node, nodes.image):
+            return self.image(node)
+        if isinstance(node, nodes.raw):
+            return self.raw_html(node)
+        if isinstance(node, (nodes.target, nodes.footnote_reference, nodes.comment, nodes.system_message)):
+            return ""
+        if isinstance(node, nodes.subscript):
+            return f"<sub>{self.inline_children(node)}</sub>"
+        if isinstance(node, nodes.superscript):
+            return f"<sup>{self.inline_children(node)}</sup>"
+        if isinstance(node, nodes.Element):
+            # inline (glued text: myst-nb's "pasted-text"), pending references, abbreviations: their text.
+            return "".join(self.inline(child) for child in node.children)
+        return escape(node.astext())
+
+    def link(self, node: nodes.reference) -> str:
+        """Where a reference points, from a notebook opened anywhere: other pages and anchors on the site."""
+        if "refid" in node:
+            return f"{self.page.url}#{node['refid']}"
+        uri = node.get("refuri", "")
+        if "://" in uri or uri.startswith("mailto:"):
+            return uri
+        if uri.startswith("#"):
+            return self.page.url + uri
+        base = self.page.url.rsplit("/", 1)[0] + "/"
+        path, _, anchor = uri.partition("#")
+        resolved = posixpath.normpath(posixpath.join(base.removeprefix(self.page.site), path)) if path else ""
+        return self.page.site + resolved + (f"#{anchor}" if anchor else "")
+
+
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_$])")
+
+
+def escape(text: str) -> str:
+    """Plain text as Markdown shows it: the characters Markdown and MathJax would read as syntax escaped."""
+    return MARKDOWN_SPECIAL.sub(r"\\\1", text).replace("<", "&lt;")
+
+
+def reader_notebook(document: nodes.document, page: Page, requirement: str,
+                    files: Sequence[str] = ()) -> tuple[nbformat.NotebookNode, set[str]]:
+    """The page as a notebook: the install cell, then the page's cells; files the chapter reads that no
+    literal include shows are written by hidden cells after the install cell. Also returns the node types
+    written as plain text (unknown to the writer)."""
+    writer = NotebookWriter(page)
+    cells = writer.write(document)
+    unshown = [name for name in files if name not in writer.written_files]
+    hidden_files = []
+    for name in unshown:
+        cell = nbformat.v4.new_code_cell(f"%%writefile {name}\n{(page.folder / name).read_text(encoding='utf-8')}")
+        cell.metadata["jupyter"] = {"source_hidden": True}
+        hidden_files.append(cell)
+    code = "\n".join(cell.source for cell in cells if cell.cell_type == "code")
+    tools = [tool for tool in TOOLS if re.search(rf"\b{tool}\b", code)]
+    folders = sorted({posixpath.dirname(name) for name in [*writer.written_files, *unshown]} - {""})
+    notebook = nbformat.v4.new_notebook(
+        cells=[install_cell(requirement, tools, folders), *hidden_files, *cells],
+        metadata={key: page.executed.metadata[key] for key in ("kernelspec", "language_info")
+                  if key in page.executed.metadata},
+    )
+    for number, cell in enumerate(notebook.cells):
+        cell.id = f"cell-{number}"  # the same ids every build: the notebooks branch changes only where the book did
+    return notebook, writer.unknown
+
+
+# ---------------------------------------------------------------------------------------------------
+# Sphinx: where the notebooks go, and the buttons that open them
+
+
 def _repository(app: Sphinx) -> tuple[str, str, str, str]:
     """(repository URL, branch, GitHub owner, repository name) from `_config.yml`'s `repository:`."""
     options = app.config.html_theme_options
@@ -108,17 +467,11 @@ def _repository(app: Sphinx) -> tuple[str, str, str, str]:
     return url, options.get("repository_branch", "main"), owner, name
 
 
-def companion_files(app: Sphinx, pagename: str) -> dict[str, str]:
-    """The files a chapter reads from its folder (checks_notebook_files), each with its URL on the notebooks branch."""
+def site_url(app: Sphinx) -> str:
+    """The published book's root URL, ending in /: checks_site_url, html_baseurl, or GitHub Pages'."""
     _, _, owner, name = _repository(app)
-    folder = posixpath.dirname(pagename)
-    files = {}
-    for relative in app.config.checks_notebook_files.get(pagename, []):
-        if not Path(app.srcdir, folder, relative).is_file():
-            raise ConfigError(f"checks_notebook_files: {pagename} names {relative}, which is not in {folder or '.'}/")
-        published = posixpath.join(folder, relative)
-        files[relative] = f"https://raw.githubusercontent.com/{owner}/{name}/{app.config.checks_notebooks_branch}/{published}"
-    return files
+    url = app.config.checks_site_url or app.config.html_baseurl or f"https://{owner.lower()}.github.io/{name}/"
+    return url.rstrip("/") + "/"
 
 
 def launch_url(app: Sphinx, service: str, pagename: str) -> str:
@@ -135,14 +488,36 @@ def launch_url(app: Sphinx, service: str, pagename: str) -> str:
     raise ValueError(f"no launch URL for {service!r}: this book offers Colab and Binder")
 
 
+def chapter_files(app: Sphinx, pagename: str) -> list[str]:
+    """The files a chapter reads from its folder (checks_notebook_files), which its notebook writes."""
+    folder = Path(app.srcdir, posixpath.dirname(pagename))
+    files = list(app.config.checks_notebook_files.get(pagename, []))
+    for relative in files:
+        if not (folder / relative).is_file():
+            raise ConfigError(f"checks_notebook_files: {pagename} names {relative}, which is not in {folder}")
+    return files
+
+
+def _exercise_numbers(app: Sphinx, pagename: str) -> dict[str, str]:
+    numbers = app.env.toc_fignumbers.get(pagename, {}).get("exercise", {})
+    return {ident: ".".join(map(str, number)) for ident, number in numbers.items()}
+
+
 def _notebook_page(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
-    """Write the page's download notebook (with the install cells) and aim its launch buttons at it."""
-    if not context.get("ipynb_source"):
+    """Write the page's reader notebook (the download) and aim its launch buttons at the published copy."""
+    if not context.get("ipynb_source") or doctree is None:
         return
     url, branch, _, _ = _repository(app)
-    executed = Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb"
-    notebook = with_install_cells(nbformat.read(executed, as_version=4), install_requirement(url, branch),
-                                  companion_files(app, pagename))
+    executed = nbformat.read(Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb", as_version=4)
+    site = site_url(app)
+    page = Page(url=f"{site}{pagename}.html", site=site, folder=Path(app.srcdir, posixpath.dirname(pagename)),
+                executed=executed, exercise_numbers=_exercise_numbers(app, pagename),
+                # The HTML builder has renamed the page's images (_images/<name>) and copies them later.
+                images={name: Path(app.srcdir, source) for source, name in getattr(app.builder, "images", {}).items()})
+    files = chapter_files(app, pagename)
+    notebook, unknown = reader_notebook(doctree, page, install_requirement(url, branch), files)
+    for name in sorted(unknown):
+        logger.info(f"checks.build.notebooks: {pagename}: {name} nodes written as their text")
     nbformat.validate(notebook)
     target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -168,12 +543,6 @@ def _collect_notebooks(app: Sphinx, exception: Exception | None) -> None:
         if notebook.is_file():
             (folder / notebook.relative_to(sources)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(notebook, folder / notebook.relative_to(sources))
-            # Beside the notebook, as in the repository: Binder opens the branch with its folders.
-            for relative in app.config.checks_notebook_files.get(docname, []):
-                source = Path(app.srcdir, posixpath.dirname(docname), relative)
-                target = folder / posixpath.dirname(docname) / relative
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(source, target)
     if folder.is_dir():
         url, branch, _, _ = _repository(app)
         (folder / "requirements.txt").write_text(binder_requirements(install_requirement(url, branch)), encoding="utf-8")
@@ -181,8 +550,10 @@ def _collect_notebooks(app: Sphinx, exception: Exception | None) -> None:
 
 def setup(app: Sphinx) -> dict:
     app.add_config_value("checks_notebooks_branch", "notebooks", "html")
-    # {chapter docname: [files it reads, relative to its folder]}: published with its notebook.
+    # {chapter docname: [files it reads, relative to its folder]}: its notebook writes them (%%writefile).
     app.add_config_value("checks_notebook_files", {}, "html")
+    # The published site's root URL, for the notebooks' links to pages ("": html_baseurl, else GitHub Pages').
+    app.add_config_value("checks_site_url", "", "html")
     app.connect("html-page-context", _notebook_page, priority=THEME_PRIORITY + 1)
     app.connect("build-finished", _collect_notebooks)
-    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
+    return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True}

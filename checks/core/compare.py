@@ -1,6 +1,7 @@
 """Comparing observed with expected, reported the way torch.testing reports a mismatch.
 
-What differs, where (the worst element's index), by how much, and how much was allowed.
+What differs, where (the worst element's index), by how much, and how much was allowed; and what the
+allowance could have caught at all: the smallest relative error of the gradient it fails (detectable).
 """
 
 from __future__ import annotations
@@ -23,12 +24,53 @@ class Comparison:
     total: int
     passed: bool
     message: str
+    # The smallest relative error of the gradient the allowance fails at every element, and the element
+    # that sets it (see detectable); None when every expected element is 0 (atol alone judges those).
+    detectable_relative_error: float | None = None
+    detectable_index: tuple[int, ...] | None = None
 
 
-def beyond_tolerance(observed: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> torch.Tensor:
-    """Where |observed - expected| > atol + rtol * |expected|; a NaN observed is always beyond."""
+@dataclass(frozen=True)
+class Detectable:
+    """What an allowance can catch: a gradient wrong by more than relative_error at every element fails."""
+
+    relative_error: float | None
+    index: tuple[int, ...] | None
+
+
+def detectable(expected: torch.Tensor, tolerance: Tolerance) -> Detectable:
+    """The smallest relative error of the gradient, element by element, that the allowance would fail.
+
+    At an element with expected e ≠ 0, a gradient e·(1 + r) fails when |r·e| > atol + rtol·|e|, i.e. when
+    r > (atol + rtol·|e|)/|e|. The check detects an error of a given size at every element only beyond the
+    largest of these: that largest value, and the element it comes from (the first, on a tie), is what this
+    returns. Elements where e is 0 have no relative error (atol alone judges them) and non-finite ones no
+    meaningful one: both are left out, and with nothing left the answer is None.
+    """
+    expected = expected.detach().cpu().to(torch.float64)
+    size = expected.abs().reshape(-1)
+    judged = (size != 0) & torch.isfinite(size)
+    if not bool(judged.any()):
+        return Detectable(None, None)
+    ratio = torch.where(judged, tolerance.allowed(expected).reshape(-1) / size, torch.full_like(size, -1.0))
+    flat = int(ratio.argmax())
+    return Detectable(float(ratio[flat]), unravel(flat, expected.shape))
+
+
+def beyond_allowance(observed: torch.Tensor, expected: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """Where |observed - expected| > allowed (one allowance per element), as torch.isclose judges: equal values
+    match, an infinity only its equal (inf - inf is NaN, and inf is within rtol * inf of any number), and a
+    NaN observed is always beyond."""
     difference = (observed - expected).abs()
-    return torch.isnan(difference) | (difference > atol + rtol * expected.abs())
+    close = (observed == expected) | (torch.isfinite(expected) & (difference <= allowed))
+    return ~close
+
+
+def _allowed_at(tolerance: Tolerance, flat_index: int) -> str:
+    """What atol allowed at one element: the one for all, or that element's own and the others' range."""
+    if tolerance.element_atol is None:
+        return f"up to {tolerance.atol:.3g} allowed"
+    return f"up to {tolerance.element_atol[flat_index]:.3g} allowed there; atol {tolerance.atol_words()}"
 
 
 def compare(observed: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance) -> Comparison:
@@ -40,11 +82,14 @@ def compare(observed: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance
             f"observed gradient has shape {tuple(observed.shape)}, expected {tuple(expected.shape)}"
         )
     difference = (observed - expected).abs()
-    # NaN in observed counts as a mismatch of infinite size, never as a pass.
+    # Equal values differ by 0, equal infinities included; NaN (observed NaN, or an infinity against another
+    # value) counts as a mismatch of infinite size, never as a pass.
+    difference = torch.where(observed == expected, torch.zeros_like(difference), difference)
     difference = torch.where(torch.isnan(difference), torch.full_like(difference, float("inf")), difference)
-    bad = beyond_tolerance(observed, expected, tolerance.rtol, tolerance.atol)
+    bad = beyond_allowance(observed, expected, tolerance.allowed(expected))
     relative = difference / expected.abs()
     relative = torch.where(difference == 0, torch.zeros_like(relative), relative)
+    relative = torch.where(torch.isnan(relative), torch.full_like(relative, float("inf")), relative)
     flat_worst = int(difference.reshape(-1).argmax()) if difference.numel() else 0
     worst_index = unravel(flat_worst, difference.shape)
     mismatched = int(bad.sum())
@@ -52,9 +97,10 @@ def compare(observed: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance
     abs_error = float(difference.max()) if total else 0.0
     rel_error = float(relative.max()) if total else 0.0
     passed = mismatched == 0
+    atol = tolerance.atol_words()
     if passed:
         message = (
-            f"Close: greatest absolute difference {abs_error:.3g} (up to {tolerance.atol:.3g} allowed), "
+            f"Close: greatest absolute difference {abs_error:.3g} (up to {atol} allowed), "
             f"greatest relative difference {rel_error:.3g} (up to {tolerance.rtol:.3g} allowed)"
         )
     else:
@@ -63,8 +109,10 @@ def compare(observed: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance
             f"Gradients are not close!\n"
             f"Mismatched elements: {mismatched} / {total} ({100 * mismatched / total:.1f}%)\n"
             f"Greatest absolute difference: {abs_error:.6g} at index {worst_index} "
-            f"(up to {tolerance.atol:.3g} allowed)\n"
+            f"({_allowed_at(tolerance, flat_worst)})\n"
             f"Greatest relative difference: {rel_error:.6g} at index {rel_index} "
             f"(up to {tolerance.rtol:.3g} allowed)"
         )
-    return Comparison(abs_error, rel_error, worst_index, mismatched, total, passed, message)
+    caught = detectable(expected, tolerance)
+    return Comparison(abs_error, rel_error, worst_index, mismatched, total, passed, message,
+                      caught.relative_error, caught.index)

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..core.compare import beyond_tolerance
+from ..core.compare import beyond_allowance
+from ..core.tolerances import atol_words
 from .environment import environment
-from .records import Record
+from .records import WEAK_ABOVE, Record
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made: the build's Sphinx process imports
     import pandas as pd  # the package and makes none, and pandas costs it about 0.2 s
@@ -44,7 +45,9 @@ NUMERICAL_COLUMNS = {
     "evaluations": "f evaluations",
     "error_estimate": "error estimate",
 }
-HEADINGS = {**COLUMNS, **NUMERICAL_COLUMNS}
+# Shown under every check, whatever the columns: what its allowance could have caught.
+DETECTS = {"detectable_relative_error": "detects"}
+HEADINGS = {**COLUMNS, **NUMERICAL_COLUMNS, **DETECTS}
 
 METHOD_WORDS = {
     "forward": "forward differences",
@@ -57,8 +60,11 @@ HOW_WORDS = {
     "stored": "stored in .grad by backward()",
     "returned": "returned by autograd.grad",
     "create_graph": "returned by autograd.grad with create_graph=True",
+    "hook": "handed to a hook by backward()",
     "jacrev": "reverse mode, torch.func.jacrev",
     "jacfwd": "forward mode, torch.func.jacfwd",
+    "vjp": "reverse mode, torch.func.vjp",
+    "jvp": "forward mode, torch.func.jvp",
     "hessian": "torch.func.hessian",
     "numerical": "numerical estimate",
     "gradcheck": "torch.autograd.gradcheck",
@@ -98,14 +104,87 @@ def cell_text(key: str, record: Record) -> str:
     if key in ("step", "error_estimate"):
         return _short_numbers(value)
     if key == "tolerance":
-        return rtol_atol(value["rtol"], value["atol"])
+        return rtol_atol(value["rtol"], value["atol"], value.get("element_atol"))
     if key == "verdict" and record.expected_failure:
         return f"{value} (expected failure)" if not record.passed else f"{value} (a failure was expected)"
+    if key == "verdict" and record.weak:
+        return f"{value} (weak)"
+    if key == "detectable_relative_error":
+        return detects_words(record)
     return format_value(value)
 
 
-def rtol_atol(rtol: float, atol: float) -> str:
-    return f"rtol {rtol:.3g}, atol {atol:.3g}"
+def rtol_atol(rtol: float, atol: float, element_atol: list[float] | dict[str, Any] | None = None) -> str:
+    """"rtol 1.3e-06, atol 1e-05", or with each element's own atol, their range: "atol 0.0335 to 0.045
+    per element" (a folded list of them gives its minimum and maximum)."""
+    if isinstance(element_atol, dict):  # folded with its record (records.fold)
+        element_atol = [element_atol["min"], element_atol["max"]]
+    return f"rtol {rtol:.3g}, atol {atol_words(atol, element_atol)}"
+
+
+def percent(value: float) -> str:
+    return f"{100 * value:.3g} %"
+
+
+def _at(record: Record) -> str:
+    index = record.detectable_index
+    return f" at element {list(index)}" if index else ""
+
+
+def detects_words(record: Record) -> str:
+    """What the check's allowance could catch: the smallest relative error of the gradient it fails."""
+    value = record.detectable_relative_error
+    if value is None:
+        if record.analytical_gradient is None:
+            return "nothing: no gradient was expected"
+        if _all_zero(record.analytical_gradient):
+            return "no relative figure: every expected element is 0, judged by atol alone"
+        return "not known yet: the allowance is set when the check runs"
+    shown = f" ({percent(value)})" if value >= 1e-3 else ""
+    return f"a gradient more than {value:.2g}{shown} wrong (relative){_at(record)}"
+
+
+def _all_zero(value: Any) -> bool:
+    if isinstance(value, dict) and value.get("folded"):
+        return value["min"] == value["max"] == 0 and not value["non_finite"]
+    return all(item == 0 for _, item in _flat(value))
+
+
+def weak_words(record: Record) -> str:
+    """Why a check is weak: how wrong a gradient its allowance would pass, where, and how much it allows there."""
+    allowed = allowance_at(record)
+    there = f" (allowed {allowed[0]:.3g} there, where {allowed[1]:.3g} is expected)" if allowed else ""
+    return (f"its allowance would pass a gradient up to {percent(record.detectable_relative_error)} "
+            f"wrong{_at(record)}{there}.")
+
+
+def declaration_words(reason: str) -> str:
+    """What the chapter said about a weak check: its reason, or that it said nothing (a problem)."""
+    return (f"Declared weak: {reason}" if reason else
+            'Not declared weak (weak="why" on the check): python -m checks reports it as a problem.')
+
+
+def allowance_at(record: Record) -> tuple[float, float] | None:
+    """(allowed, |expected|) at the element that sets the detectable error; None where the values are folded."""
+    try:
+        expected = torch.tensor(record.analytical_gradient, dtype=torch.float64)
+        index = tuple(record.detectable_index or ())
+        allowed = _allowance(record.tolerance, expected)
+    except (TypeError, ValueError, RuntimeError, KeyError):
+        return None
+    if allowed is None:
+        return None
+    return float(allowed[index]), float(expected.abs()[index])
+
+
+def _allowance(tolerance: dict[str, Any], expected: torch.Tensor) -> torch.Tensor | None:
+    """atol + rtol·|expected| per element, from a record's tolerance; None for a folded per-element atol."""
+    element_atol = tolerance.get("element_atol")
+    if isinstance(element_atol, dict):
+        return None
+    atol = (torch.tensor(element_atol, dtype=torch.float64).reshape(expected.shape) if element_atol is not None
+            else tolerance["atol"])
+    return atol + tolerance["rtol"] * expected.abs()
 
 
 def _short_numbers(value: Any) -> str:
@@ -139,7 +218,7 @@ def records_html(records: Sequence[Record], columns: Sequence[str] | None = None
     rows = "".join(_row(record, keys, layout) for record in records)
     table = f'<table class="checks-table"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
     failures = "".join(failure_html(record) for record in records if record.executed and not record.passed)
-    return table + tolerance_notes(records) + failures + embed(records)
+    return table + weak_notes(records) + tolerance_notes(records) + failures + embed(records)
 
 
 # The table's columns and the record fields each shows; fields not named here are folded under the check.
@@ -167,7 +246,8 @@ def _row(record: Record, keys: Sequence[str], layout: Sequence[tuple[str, tuple[
     cells = "".join(_cell(record, keys, heading, fields) for heading, fields in layout)
     # The outcome's class tells a demonstration (an expected failure) from a problem (an unexpected pass).
     outcome = record.outcome.replace(" ", "-")
-    return f'<tr{anchor} class="checks-{record.verdict} checks-outcome-{outcome}">{cells}</tr>'
+    weak = " checks-weak" if record.weak else ""
+    return f'<tr{anchor} class="checks-{record.verdict} checks-outcome-{outcome}{weak}">{cells}</tr>'
 
 
 def _cell(record: Record, keys: Sequence[str], heading: str, fields: tuple[str, ...]) -> str:
@@ -177,6 +257,9 @@ def _cell(record: Record, keys: Sequence[str], heading: str, fields: tuple[str, 
         text = html.escape(word) + (f'<span class="checks-verdict-note">{html.escape(note)}</span>' if note else "")
         if record.executed and not record.passed:
             text = f'<a href="#{html.escape(failure_anchor(record))}">{text}</a>'
+        elif record.weak:  # "weak" under the word, linked to why, under the table
+            text = (f'{html.escape(word)}<a class="checks-verdict-note checks-weak-note" '
+                    f'href="#{html.escape(weak_anchor(record))}">weak</a>')
         return f'<td class="checks-verdict" data-field="verdict">{text}</td>'
     if fields == ("check",):
         return f'<td class="checks-check">{_check_cell(record, keys)}</td>'
@@ -210,6 +293,10 @@ def _check_cell(record: Record, keys: Sequence[str]) -> str:
                                    else html.escape(cell_text(key, record)))
               for key in keys if key not in SHOWN and key != "how"}
     folded["tolerance"] = html.escape(tolerance_words(record.tolerance))
+    folded[DETECTS["detectable_relative_error"]] = field("detectable_relative_error",
+                                                         html.escape(detects_words(record)))
+    if record.weak:
+        folded["weak"] = html.escape(f"{weak_words(record)} {declaration_words(record.weak_reason)}")
     more = "".join(f"<dt>{html.escape(label)}</dt><dd>{value}</dd>" for label, value in folded.items())
     return f'{name}{how}<details class="checks-more"><summary>details</summary><dl>{more}</dl></details>'
 
@@ -218,7 +305,7 @@ def tolerance_words(tolerance: dict[str, Any]) -> str:
     """rtol and atol with the reason, and each change with what it was and why it changed."""
     if not tolerance:
         return "none"
-    return (f"{rtol_atol(tolerance['rtol'], tolerance['atol'])} ({tolerance['reason']})"
+    return (f"{rtol_atol(tolerance['rtol'], tolerance['atol'], tolerance.get('element_atol'))} ({tolerance['reason']})"
             + "".join(f"; changed from {_change_words(change)}" for change in tolerance.get("history", ())))
 
 
@@ -286,15 +373,40 @@ def mismatched_indices(record: Record) -> list[tuple[int, ...]]:
         expected = torch.tensor(record.analytical_gradient, dtype=torch.float64)
     except (TypeError, ValueError, RuntimeError):  # a record kind whose values are not numbers
         return []
-    if observed.shape != expected.shape:
+    allowed = _allowance(record.tolerance, expected) if observed.shape == expected.shape else None
+    if allowed is None:
         return []
-    bad = beyond_tolerance(observed, expected, record.tolerance["rtol"], record.tolerance["atol"])
+    bad = beyond_allowance(observed, expected, allowed)
     return [tuple(int(i) for i in index) for index in bad.nonzero().tolist()] if bad.dim() else \
         ([()] if bool(bad) else [])
 
 
 def failure_anchor(record: Record) -> str:
     return f"{record.id}-failure"
+
+
+def weak_anchor(record: Record) -> str:
+    return f"{record.id}-weak"
+
+
+def weak_notes(records: Sequence[Record]) -> str:
+    """Each weak check of a table and why it is weak, under the table (its verdict links here), grouped by
+    the reason its chapter declared (or none)."""
+    by_reason: dict[str, list[Record]] = {}
+    for record in records:
+        if record.executed and record.weak:
+            by_reason.setdefault(record.weak_reason, []).append(record)
+    if not by_reason:
+        return ""
+    groups = "".join(
+        f'<p class="checks-weak-reason">{html.escape(declaration_words(reason))}</p><ul>'
+        + "".join(f'<li id="{html.escape(weak_anchor(record))}"><strong>{html.escape(record.check)}</strong> '
+                  f"({html.escape(record.dtype)} on {html.escape(record.device)}, "
+                  f"{html.escape(cell_text('how', record))}): {html.escape(weak_words(record))}</li>"
+                  for record in weak) + "</ul>"
+        for reason, weak in by_reason.items())
+    return (f'<div class="checks-weak-notes"><p class="checks-weak-title">Weak checks: they passed, but their '
+            f"allowances would also pass a gradient more than {percent(WEAK_ABOVE)} wrong</p>{groups}</div>")
 
 
 def failure_html(record: Record) -> str:

@@ -54,6 +54,8 @@ def _executed(check: PlannedCheck, record: Record, observed: torch.Tensor, toler
         rel_error=comparison.rel_error,
         worst_index=list(comparison.worst_index),
         mismatched=comparison.mismatched,
+        detectable_relative_error=comparison.detectable_relative_error,
+        detectable_index=None if comparison.detectable_index is None else list(comparison.detectable_index),
         verdict="pass" if comparison.passed else "fail",
         message=comparison.message,
         device_name=device_name(check.device),
@@ -72,7 +74,7 @@ def _undiscriminating(expected: torch.Tensor, observed: torch.Tensor, tolerance:
     """
     size = expected.abs().reshape(-1)
     estimate = observed.detach().cpu().to(torch.float64).abs().reshape(-1)
-    allowed = tolerance.atol + tolerance.rtol * size
+    allowed = tolerance.allowed(expected).reshape(-1)
     judged = size != 0
     if judged.any() and bool((allowed[judged] >= size[judged]).all()):
         index = int(size.argmax())

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import html
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -36,16 +37,14 @@ class Expectation:
     related: tuple[object, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("function", "f", "gradient", "df", "source"):
-            value = getattr(self, name)
-            if value is Ellipsis or (isinstance(value, str) and value.strip() == BLANK):
-                raise CheckInputError(f"the expectation's {name} is still a blank ({BLANK}): fill it in first")
+        # A blank is an exercise not filled in yet: checks.witness says so instead of running; any other
+        # use of the expectation (analytical(), plan()) refuses it, naming the blanks.
         for name in ("function", "gradient", "source"):
             value = getattr(self, name)
-            if not isinstance(value, str) or not value.strip():
+            if name not in self.blanks and (not isinstance(value, str) or not value.strip()):
                 raise CheckInputError(f"an expectation needs its {name} written out as text; got {value!r}")
         for name in ("f", "df"):
-            if not callable(getattr(self, name)):
+            if name not in self.blanks and not callable(getattr(self, name)):
                 raise CheckInputError(f"an expectation needs {name} as a callable (a function of x); got "
                                       f"{getattr(self, name)!r}")
         if not isinstance(self.related, (tuple, list)):
@@ -53,8 +52,24 @@ class Expectation:
                                   f"(MyFunction,); got {self.related!r}")
         object.__setattr__(self, "related", tuple(self.related))
 
+    @property
+    def blanks(self) -> tuple[str, ...]:
+        """The fields still written as a blank (`...`, in code or as text)."""
+        return tuple(name for name in ("function", "f", "gradient", "df", "source")
+                     if getattr(self, name) is Ellipsis or (isinstance(getattr(self, name), str)
+                                                            and getattr(self, name).strip() == BLANK))
+
+    def blanks_at(self, x: object) -> tuple[str, ...]:
+        """The blanks, with df among them where it is a function that returns a blank (`lambda x: ...`)."""
+        returns_blank = "df" not in self.blanks and self.df(reference_input(x)) is Ellipsis
+        return tuple(name for name in ("function", "f", "gradient", "df", "source")
+                     if name in self.blanks or (name == "df" and returns_blank))
+
     def analytical(self, x: torch.Tensor) -> torch.Tensor:
         """df evaluated at x in float64 on the CPU: the reference every device and dtype is held to."""
+        if self.blanks:
+            verb = "is" if len(self.blanks) == 1 else "are"
+            raise CheckInputError(f"the expectation's {', '.join(self.blanks)} {verb} still a blank ({BLANK}): fill it in first")
         reference = reference_input(x)
         value = self.df(reference.clone())  # a df that works in place must not change x
         if value is Ellipsis:
@@ -78,6 +93,44 @@ class Expectation:
                 f"{expected.tolist()}"
             )
         return expected
+
+
+@dataclass(frozen=True)
+class Blanks:
+    """What checks.witness returns for an exercise's expectation with blanks left: nothing ran, and it says
+    what to fill in. A notebook run top to bottom passes it; using it as results refuses, naming the blanks."""
+
+    expectation: Expectation
+    names: tuple[str, ...]
+
+    def message(self) -> str:
+        return (f"Not checked yet: fill in the blanks ({BLANK}) of the expectation ({', '.join(self.names)}), "
+                f"then run this cell again.")
+
+    def __repr__(self) -> str:
+        return self.message()
+
+    def _repr_html_(self) -> str:
+        return f'<p class="checks-blanks"><strong>{html.escape(self.message())}</strong></p>'
+
+    def __bool__(self) -> bool:
+        return False
+
+    def _refuse(self) -> CheckInputError:
+        return CheckInputError(f"no check ran: {self.message()}")
+
+    @property
+    def passed(self) -> bool:
+        raise self._refuse()
+
+    def one(self, **where: object) -> object:
+        raise self._refuse()
+
+    def __len__(self) -> int:
+        raise self._refuse()
+
+    def __iter__(self) -> Iterator[object]:
+        raise self._refuse()
 
 
 def reference_input(x: object) -> torch.Tensor:

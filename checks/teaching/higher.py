@@ -23,6 +23,7 @@ from ..core.numerical import Estimate, estimate_jacobian
 from ..core.tolerances import Tolerance, default_tolerance, estimate_tolerance
 from .environment import device_name, environment
 from .expectations import reference_input
+from .planning import weak_reasons
 from .records import Provenance, Record
 from .source import source_of
 
@@ -155,11 +156,13 @@ def matrix_record(
     tolerance: Tolerance | None = None,
     expected_failure: bool = False,
     label: str | None = None,
+    weak: str | None = None,
 ) -> Record:
     """Run one way of obtaining the matrix on device and dtype and record it against the analytical one.
 
     tolerance -- None: torch.testing's default for autograd's ways; for the Richardson estimate, the one
     its own error estimate supports (estimate_tolerance).
+    weak -- why a coarse allowance is acceptable here, for a check shown weak on purpose (as for checks.plan).
     """
     reference = reference_input(x)
     expected = expectation.expected(reference)
@@ -170,6 +173,7 @@ def matrix_record(
         raise ShapeMismatchError(f"{WAY_WORDS[way]} gave shape {tuple(observed.shape)}; the analytical "
                                  f"{expectation.matrix!r} has shape {tuple(expected.shape)}")
     name = dtype_name(resolved)
+    reason = weak_reasons(weak, [name])[name]
     if tolerance is None:
         tolerance = estimate_tolerance(estimate) if estimate is not None else default_tolerance(name)
     comparison = compare(observed, expected, tolerance)
@@ -192,6 +196,9 @@ def matrix_record(
         rel_error=comparison.rel_error,
         worst_index=list(comparison.worst_index),
         mismatched=comparison.mismatched,
+        detectable_relative_error=comparison.detectable_relative_error,
+        detectable_index=None if comparison.detectable_index is None else list(comparison.detectable_index),
+        weak_reason=reason,
         tolerance=tolerance.to_dict(),
         verdict="pass" if comparison.passed else "fail",
         expected_failure=expected_failure,

@@ -18,7 +18,7 @@ from ..core.numerical import Method
 from ..core.tolerances import Tolerance
 from .display import records_html
 from .execute import execute
-from .expectations import Expectation
+from .expectations import Blanks, Expectation
 from .planning import OWN_HOWS, PlannedCheck, planned_checks
 from .records import Provenance, Record
 from .results import Results
@@ -91,20 +91,24 @@ def plan(
     method: Method | Sequence[Method] = "central",
     step: float | None = None,
     levels: int = 3,
+    weak: str | Mapping[str, str] | None = None,
 ) -> Plan:
     """Plan a check of expectation at x on each device (all available by default) and dtype.
 
     tolerance -- None for the default (torch.testing's per-dtype default for autograd; for a numerical
-    estimate, checks.core.tolerances.numerical_tolerance derived from ε, the step and |f|), a Tolerance for
+    estimate, one derived for each element from ε, its step and |f|: element_numerical_tolerance), a Tolerance for
     every dtype, or one per dtype name; any other tolerance must carry its written reason (see
     Tolerance.changed). "estimate" takes a numerical check's tolerance from its own error estimate
     (Richardson only), so it is known only once the check has run.
     how="numerical" plans one finite-difference estimate per method (forward, central, complex,
     richardson), with relative step step (None: numerical.default_step) and Richardson's levels.
+    weak -- a check shown weak on purpose (it passes, but its allowance would also pass a gradient more
+    than 1 % wrong) says why that is acceptable here: weak="why", or one reason per dtype name. Undeclared,
+    a weak check is a problem python -m checks reports.
     """
     return Plan(planned_checks(expectation, x, how=how, dtypes=dtypes, devices=devices, tolerance=tolerance,
                                label=label, expected_failure=expected_failure, seed=seed, method=method, step=step,
-                               levels=levels))
+                               levels=levels, weak=weak))
 
 
 def witness(
@@ -118,17 +122,23 @@ def witness(
     label: str | None = None,
     expected_failure: bool = False,
     seed: int = 0,
-) -> Results:
+    weak: str | Mapping[str, str] | None = None,
+) -> Results | Blanks:
     """Run each code function on a fresh leaf per device and dtype, and compare with the expectation.
+
+    An expectation with blanks left (`...`: an exercise not filled in yet) runs nothing: the Blanks returned
+    says what to fill in, so that a notebook run top to bottom goes past the exercise.
 
     Equivalent to checks.plan(expectation, x, how=<the ways named>, dtypes=..., ...).run(*code, how=how):
     a function named how="numerical" is judged with the plan's numerical default tolerance (central
-    differences at checks' default step) unless tolerance= says otherwise.
+    differences at checks' default step) unless tolerance= says otherwise. weak= as for plan().
     """
     if not code:
         raise CheckInputError("witness() needs at least one code function, e.g. def stored(x): ... return x.grad")
+    if isinstance(expectation, Expectation) and (blanks := expectation.blanks_at(x)):
+        return Blanks(expectation, blanks)
     # A row per way named (a numerical one gets a numerical default tolerance); inferred ways share "stored"'s.
     named = tuple(dict.fromkeys(explicit or "stored" for _, explicit in (function_and_how(item, how) for item in code)))
     planned = plan(expectation, x, how=named, dtypes=dtypes, devices=devices, tolerance=tolerance, label=label,
-                   expected_failure=expected_failure, seed=seed)
+                   expected_failure=expected_failure, seed=seed, weak=weak)
     return run_code(planned, code, how=how)

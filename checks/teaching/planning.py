@@ -16,11 +16,12 @@ from typing import get_args
 
 import torch
 
+from ..core.compare import detectable
 from ..core.devices import resolve_devices
 from ..core.dtypes import dtype_name, real_dtype, to_dtype
 from ..core.errors import CheckInputError, DtypeError, ToleranceChangeError
 from ..core.numerical import COMPLEX_OF, MAX_LEVELS, METHODS, Method, default_step, representable_step
-from ..core.tolerances import Tolerance, default_tolerance, numerical_tolerance
+from ..core.tolerances import Tolerance, default_tolerance, element_numerical_tolerance
 from ..core.validate import choices, flag, integer, number, text
 from .expectations import Expectation, reference_input
 from .records import Provenance, Record
@@ -54,12 +55,16 @@ class PlannedCheck:
     step: float | None = None
     levels: int = 3
     adaptive: bool = False
+    # Why a weak allowance is acceptable for this check, as declared (weak=...); "" when undeclared.
+    weak_reason: str = ""
 
     def summary(self):
         """The plan's record in its documented keys, as JSON: observed_gradient null, executed false."""
         return self.record().summary()
 
     def record(self) -> Record:
+        # What the allowance can catch is known before running, except where the run sets the allowance.
+        caught = None if self.adaptive else detectable(self.expected, self.tolerance)
         return Record(
             check=self.label,
             function=self.expectation.function,
@@ -75,6 +80,9 @@ class PlannedCheck:
             expected_failure=self.expected_failure,
             code=source_code(self.expectation),
             method=self.method or "",
+            detectable_relative_error=caught and caught.relative_error,
+            detectable_index=list(caught.index) if caught and caught.index is not None else None,
+            weak_reason=self.weak_reason,
         )
 
 
@@ -92,16 +100,18 @@ def planned_checks(
     method: Method | Sequence[Method] = "central",
     step: float | None = None,
     levels: int = 3,
+    weak: str | Mapping[str, str] | None = None,
 ) -> tuple[PlannedCheck, ...]:
     """The checks of expectation at x on each device (all available by default) and dtype, as planned.
 
     tolerance -- None for the default (torch.testing's per-dtype default for autograd; for a numerical
-    estimate, checks.core.tolerances.numerical_tolerance derived from ε, the step and |f|), a Tolerance for
+    estimate, one derived for each element from ε, its step and |f|: element_numerical_tolerance), a Tolerance for
     every dtype, or one per dtype name; any other tolerance must carry its written reason (see
     Tolerance.changed). "estimate" takes a numerical check's tolerance from its own error estimate
     (Richardson only), so it is known only once the check has run.
     how="numerical" plans one finite-difference estimate per method (forward, central, complex,
     richardson), with relative step step (None: numerical.default_step) and Richardson's levels.
+    weak -- why a coarse allowance is acceptable here, for a check shown weak on purpose (see weak_reasons).
     """
     if not isinstance(expectation, Expectation):
         raise CheckInputError("plan() needs an Expectation written first (checks.Expectation(...))")
@@ -122,6 +132,7 @@ def planned_checks(
             "reports an error estimate to take the tolerance from"
         )
     names = planned_dtypes(dtypes, tolerance)
+    reasons = weak_reasons(weak, names)
     reference = reference_input(x)
     label = label or f"{expectation.function} at x={_short(reference)}"
     # The input each dtype really holds, and the derivative there (computed in float64).
@@ -135,7 +146,8 @@ def planned_checks(
                 if item != "numerical":
                     chosen = None if adaptive else tolerance
                     checks.append(PlannedCheck(label, expectation, point, expected, item, name, device,
-                                               tolerance_for(chosen, name), expected_failure, seed))
+                                               tolerance_for(chosen, name), expected_failure, seed,
+                                               weak_reason=reasons[name]))
                     continue
                 for estimator in methods:
                     if estimator == "complex" and to_dtype(name) not in COMPLEX_OF:
@@ -149,7 +161,7 @@ def planned_checks(
                                    expectation, point, expected, name, estimator, step, levels)))
                     checks.append(PlannedCheck(label, expectation, point, expected, item, name, device,
                                                allowed, expected_failure, seed, estimator, step, levels,
-                                               adaptive))
+                                               adaptive, reasons[name]))
     for check in checks:
         if not check.adaptive:
             _require_discrimination(check)
@@ -164,6 +176,35 @@ def planned_dtypes(dtypes: object, tolerance: object) -> list[str]:
     if isinstance(tolerance, Mapping):
         _require_tolerance_keys(tolerance, names)
     return names
+
+
+def weak_reasons(weak: object, names: list[str]) -> dict[str, str]:
+    """weak= as the declared reason for each planned dtype ("" where none is declared).
+
+    A check is weak when it passes although its allowance would also pass a gradient more than 1 % wrong
+    (checks.teaching.records.WEAK_ABOVE); a chapter that shows one on purpose says why that is acceptable
+    there: weak="why", for every dtype, or {"float32": "why"} for the dtypes it concerns. The page shows the
+    reason beside the check, and python -m checks lists it instead of reporting a problem.
+    """
+    if weak is None:
+        return dict.fromkeys(names, "")
+    if isinstance(weak, str):
+        return dict.fromkeys(names, text(weak, "weak (why a coarse allowance is acceptable here)").strip())
+    if not isinstance(weak, Mapping):
+        raise CheckInputError(f"weak={weak!r}: write why a coarse allowance is acceptable here, as text "
+                              f"(weak=\"...\") or per dtype (weak={{'float32': '...'}})")
+    reasons = dict.fromkeys(names, "")
+    for key, reason in weak.items():
+        try:
+            name = dtype_name(to_dtype(key))  # type: ignore[arg-type]
+        except DtypeError:
+            raise CheckInputError(f"weak has an entry for {key!r}, which is not a dtype; the checks planned are "
+                                  f"in {', '.join(names)}") from None
+        if name not in names:
+            raise CheckInputError(f"weak has an entry for {name}, but no {name} check is planned "
+                                  f"(dtypes: {', '.join(names)})")
+        reasons[name] = text(reason, f"weak[{name!r}] (why a coarse allowance is acceptable here)").strip()
+    return reasons
 
 
 def _require_tolerance_keys(tolerance: Mapping[object, object], names: list[str]) -> None:
@@ -186,7 +227,7 @@ def _require_discrimination(check: PlannedCheck) -> None:
     would pass (a numerical step of 10, forward differences in bfloat16), so the check cannot fail.
     """
     expected = check.expected.abs().reshape(-1)
-    allowed = check.tolerance.atol + check.tolerance.rtol * expected
+    allowed = check.tolerance.allowed(check.expected).reshape(-1)
     nonzero = expected != 0
     if nonzero.any() and bool((allowed[nonzero] >= expected[nonzero]).all()):
         index = int(expected.argmax())
@@ -202,29 +243,26 @@ def _numerical_default(
     expectation: Expectation, reference: torch.Tensor, expected: torch.Tensor, dtype: str,
     method: Method, step: float | None, levels: int,
 ) -> Tolerance:
-    """numerical_tolerance at the element that needs the largest allowance, from the steps this x gets.
+    """element_numerical_tolerance: each element's allowance from its own step and derivative scale.
 
-    |f| is f at x in float64 (a value, not a gradient: nothing is checked by computing it); the scale of
-    the higher derivative that sets the truncation error is unknown, so it is taken as max(1, |f'|), and
-    the reason says so.
+    |f| is f at x in float64 (a value, not a gradient: nothing is checked by computing it), one number for
+    every element. The scale of the higher derivative that sets an element's truncation error is unknown,
+    so it is taken as max(1, |∂f/∂x_i|): that element's own expected derivative, or 1.
+    One allowance sized by the largest element would let an element with a small derivative pass a
+    gradient many percent wrong.
     """
     resolved = to_dtype(dtype)
     with torch.no_grad():
         f_scale = float(torch.as_tensor(expectation.f(reference.clone())).abs().max())
-    gradient_scale = float(expected.abs().max()) if expected.numel() else 0.0
     h0 = default_step(method, resolved, levels).h0 if step is None else step
     finest = h0 / 2 ** (levels - 1) if method == "richardson" else h0
-    x = reference.to(resolved)
     if method == "complex":
         steps = finest * torch.clamp(reference.abs(), min=1.0)
     else:
-        steps = representable_step(x, finest).to(torch.float64)
-    candidates = [
-        numerical_tolerance(resolved, method, step=float(h), f_scale=f_scale, gradient_scale=gradient_scale,
-                            derivative_scale=max(1.0, gradient_scale), levels=levels)
-        for h in steps.reshape(-1).unique()
-    ]
-    return max(candidates, key=lambda candidate: candidate.atol)
+        steps = representable_step(reference.to(resolved), finest).to(torch.float64)
+    gradient = expected.abs().to(torch.float64)
+    return element_numerical_tolerance(resolved, method, steps=steps, f_scale=f_scale, gradient_scales=gradient,
+                                       derivative_scales=torch.clamp(gradient, min=1.0), levels=levels)
 
 
 def _adaptive_placeholder(dtype: str) -> Tolerance:

@@ -41,9 +41,11 @@ Number = float | int
 Value = Number | list[Any]
 Verdict = Literal["planned", "pass", "fail"]
 # How an observed value was produced: backward() into .grad ("stored"), torch.autograd.grad ("returned";
-# "create_graph" when it kept a graph to differentiate again), torch.func's reverse and forward mode
-# ("jacrev", "jacfwd") and "hessian", a finite-difference estimate ("numerical"), or gradcheck's own.
-Provenance = Literal["stored", "returned", "create_graph", "jacrev", "jacfwd", "hessian", "numerical", "gradcheck"]
+# "create_graph" when it kept a graph to differentiate again), handed to a tensor's hook during backward()
+# ("hook"), torch.func's reverse and forward mode ("jacrev", "jacfwd"; one product of either, "vjp" and
+# "jvp") and "hessian", a finite-difference estimate ("numerical"), or gradcheck's own.
+Provenance = Literal["stored", "returned", "create_graph", "hook", "jacrev", "jacfwd", "vjp", "jvp", "hessian",
+                     "numerical", "gradcheck"]
 PROVENANCES: tuple[Provenance, ...] = get_args(Provenance)
 # The keys every record has, and the seed of the book shows literally (Record.summary()).
 SUMMARY_KEYS = ("function", "x", "analytical_gradient", "observed_gradient", "executed")
@@ -53,6 +55,9 @@ Outcome = Literal["planned", "pass", "expected failure", "unexpected failure", "
 PROBLEMS: tuple[Outcome, ...] = ("unexpected failure", "unexpected pass")
 # Names the file (one per chapter) each executed record is appended to, as one JSON line.
 RECORDS_VARIABLE = "CHECKS_RECORDS"
+# A passing check whose allowance would pass a gradient more than this far wrong (relative, at its weakest
+# element) is weak: it is marked on its page, and python -m checks lists it (a problem unless declared).
+WEAK_ABOVE = 1e-2
 
 _collected: dict[str, Record] = {}
 # True while records are loaded back from JSON: those were executed (and collected) elsewhere.
@@ -93,6 +98,13 @@ class Record:
     step: Value | None = None
     evaluations: int | None = None
     error_estimate: Value | None = None
+    # What the allowance could catch (checks.core.compare.detectable): a gradient wrong by more than this
+    # relative error at every element fails; the element where the allowance is widest against the expected
+    # value. None: nothing was compared against an expected value, or every expected element is 0.
+    detectable_relative_error: float | None = None
+    detectable_index: list[int] | None = None
+    # Why a weak allowance is acceptable here, as the chapter declared it (weak="..."); "" when undeclared.
+    weak_reason: str = ""
 
     def __post_init__(self) -> None:
         if not self.id:
@@ -113,6 +125,11 @@ class Record:
             return "unexpected pass" if self.passed else "expected failure"
         return "pass" if self.passed else "unexpected failure"
 
+    @property
+    def weak(self) -> bool:
+        """A pass whose allowance would also pass a gradient more than WEAK_ABOVE (relative) wrong."""
+        return is_weak(self.verdict, self.detectable_relative_error)
+
     def to_dict(self) -> dict[str, Any]:
         """The record's fields; values of more than FOLD_LIMIT numbers are folded (see fold)."""
         large = _count(self.x) > FOLD_LIMIT
@@ -124,6 +141,8 @@ class Record:
                     data[name] = fold(data[name])
             if self.observed_gradient is not None:
                 data["observed_gradient"]["worst"] = _worst(self.analytical_gradient, self.observed_gradient)
+            if "element_atol" in data["tolerance"]:
+                data["tolerance"]["element_atol"] = fold(data["tolerance"]["element_atol"])
         return data
 
     def summary(self) -> Summary:
@@ -156,8 +175,14 @@ class Record:
 # Above this many input elements, a record's values are kept as summaries: a check of a 10⁶-element input
 # would otherwise write every value (tens of MB of JSON) into its page and the ledger.
 FOLD_LIMIT = 1000
+# (A per-element tolerance's element_atol is folded too: checks.core.tolerances.Tolerance.per_element.)
 FOLDED = ("x", "analytical_gradient", "observed_gradient", "step", "error_estimate")
 WORST_KEPT = 10
+
+
+def is_weak(verdict: str, detectable_relative_error: float | None) -> bool:
+    """Whether a check with this verdict and detectable error is weak (see WEAK_ABOVE)."""
+    return verdict == "pass" and detectable_relative_error is not None and detectable_relative_error > WEAK_ABOVE
 
 
 def fold(value: Value) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import CheckInputError
-from .display import HOW_WORDS, cell_text, embed, failure_html, format_value, tolerance_notes
+from .display import HOW_WORDS, cell_text, embed, failure_html, format_value, tolerance_notes, weak_notes
 from .records import Record
 from .results import Results
 
@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # pandas is imported where a frame is made: the build's Sphin
     import pandas as pd  # the package and makes none, and pandas costs it about 0.2 s
 
 SCRIPT_EXPECTED = "expected (from the analytical derivative)"
+# What each pass's allowance could catch: the smallest relative error of the gradient it fails.
+SCRIPT_DETECTS = "detects (relative error above)"
 
 
 class ScriptResults(Results):
@@ -55,6 +57,8 @@ class ScriptResults(Results):
                 "observed how": cell_text("how", record),
                 "dtype": record.dtype,
                 "device": record.device,
+                SCRIPT_DETECTS: "none" if record.detectable_relative_error is None
+                else f"{record.detectable_relative_error:.2g}",
             }
             for record in self._records
         ])
@@ -63,8 +67,8 @@ class ScriptResults(Results):
         records = list(self._records)
         failures = "".join(failure_html(record) for record in records if not record.passed)
         # Each row carries its record's id: the ledger links every check to its row on the page.
-        return (table_html(self.frame(), [record.id for record in records]) + tolerance_notes(records)
-                + failures + embed(records))
+        return (table_html(self.frame(), [record.id for record in records]) + weak_notes(records)
+                + tolerance_notes(records) + failures + embed(records))
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,8 @@ class Quote:
     """A message PyTorch emitted, shown verbatim as a quotation that wraps anywhere.
 
     Its paths and URLs are single unbreakable words wider than a phone; wrapping them keeps the page
-    from scrolling sideways without changing a character of the text.
+    from scrolling sideways without changing a character of the text. Its line breaks are kept: gradcheck
+    prints a Jacobian one row per line.
     """
 
     text: str
@@ -91,7 +96,7 @@ class Quote:
         return self.text
 
     def _repr_html_(self) -> str:
-        return (f'<blockquote class="checks-quote" style="overflow-wrap: anywhere;">'
+        return (f'<blockquote class="checks-quote" style="overflow-wrap: anywhere; white-space: pre-wrap;">'
                 f"{html.escape(self.text)}</blockquote>")
 
 

@@ -11,7 +11,7 @@ checks never replaces the code a reader sees. Two forms:
 
 How a value was observed (its provenance) is inferred where that is safe: the value *is* x.grad ->
 "stored"; the function's source calls torch.autograd.grad -> "returned" ("create_graph" with
-create_graph=True), torch.func.jacrev / jacfwd / hessian -> those; anything else must say how=.
+create_graph=True), torch.func.jacrev / jacfwd / vjp / jvp / hessian -> those; anything else must say how=.
 Every record keeps the code that ran (the function or script as written, and the expectation's f and df).
 """
 
@@ -27,7 +27,7 @@ from dataclasses import replace
 
 import torch
 
-from ..core.compare import compare
+from ..core.compare import compare, detectable
 from ..core.devices import resolve_devices
 from ..core.dtypes import to_dtype
 from ..core.errors import CheckInputError, ShapeMismatchError
@@ -36,7 +36,7 @@ from ..core.validate import flag, integer, text
 from .display import format_value
 from .environment import device_name, environment
 from .expectations import Expectation, reference_input
-from .planning import PlannedCheck, planned_dtypes, tolerance_for
+from .planning import PlannedCheck, planned_dtypes, tolerance_for, weak_reasons
 from .records import PROVENANCES, Provenance, Record
 from .results import Results
 from .source import source_code, source_of
@@ -49,6 +49,8 @@ SOURCE_MARKERS: tuple[tuple[str, Provenance], ...] = (
     (r"\bhessian\s*\(", "hessian"),
     (r"\bjacfwd\s*\(", "jacfwd"),
     (r"\bjacrev\s*\(", "jacrev"),
+    (r"\bjvp\s*\(", "jvp"),
+    (r"\bvjp\s*\(", "vjp"),
     (r"\bgradcheck\s*\(", "gradcheck"),
     (r"\bautograd\.grad\s*\(", "returned"),
 )
@@ -106,7 +108,8 @@ def infer_how(name: str, source: str, observed: object, x: torch.Tensor) -> Prov
         return found[0]
     if not found and observed is None and x.grad is None and re.search(r"\.backward\s*\(", calls):
         return "stored"  # it called backward() and returned x.grad, which stayed None
-    why = f"its source calls {', '.join(found)}" if found else "it neither returns x.grad nor calls autograd.grad, jacrev, jacfwd or hessian"
+    why = (f"its source calls {', '.join(found)}" if found else
+           "it neither returns x.grad nor calls autograd.grad, jacrev, jacfwd, vjp, jvp or hessian")
     raise CheckInputError(
         f"cannot tell how {name}(x) observed its gradient: {why}; name it, e.g. run(({name}, 'returned')) "
         f"or how='numerical' (one of {PROVENANCES})"
@@ -149,8 +152,15 @@ def _gradient_value(name: str, observed: object, x: torch.Tensor) -> torch.Tenso
 
 def _judged(record: Record, observed: torch.Tensor | None, expected: torch.Tensor | None, tolerance: Tolerance,
             seed: int, *, missing: str, problems: Sequence[str] = (), notes: Sequence[str] = ()) -> Record:
-    """The executed record: compared as torch.testing would; a missing value where one was expected fails."""
+    """The executed record: compared as torch.testing would; a missing value where one was expected fails.
+
+    What the allowance could catch is recorded wherever a value was expected, compared or not.
+    """
     fields: dict[str, object] = {}
+    if expected is not None:
+        caught = detectable(expected, tolerance)
+        fields = {"detectable_relative_error": caught.relative_error,
+                  "detectable_index": None if caught.index is None else list(caught.index)}
     if expected is None or observed is None:
         passed = observed is None and expected is None
         message = "none, as expected" if passed else (missing if observed is None else
@@ -158,8 +168,8 @@ def _judged(record: Record, observed: torch.Tensor | None, expected: torch.Tenso
     else:
         comparison = compare(observed, expected, tolerance)
         passed, message = comparison.passed, comparison.message
-        fields = {"abs_error": comparison.abs_error, "rel_error": comparison.rel_error,
-                  "worst_index": list(comparison.worst_index), "mismatched": comparison.mismatched}
+        fields |= {"abs_error": comparison.abs_error, "rel_error": comparison.rel_error,
+                   "worst_index": list(comparison.worst_index), "mismatched": comparison.mismatched}
     return replace(
         record,
         analytical_gradient=None if expected is None else expected.tolist(),
@@ -195,10 +205,10 @@ class See:
 
     def __init__(self, script: Callable[..., object], expectation: Expectation | None, function: str, source: str,
                  point: torch.Tensor, x: torch.Tensor | None, dtype: str, device: str, tolerance: Tolerance,
-                 name: str, seed: int) -> None:
+                 name: str, seed: int, weak_reason: str = "") -> None:
         self._script, self._expectation, self._function, self._source = script, expectation, function, source
         self._point, self._x, self.dtype, self.device = point, x, dtype, device
-        self._tolerance, self._name, self._seed = tolerance, name, seed
+        self._tolerance, self._name, self._seed, self._weak_reason = tolerance, name, seed, weak_reason
         self.records: list[Record] = []
 
     def __call__(self, value: torch.Tensor | None, *, expected: object, what: str, how: Provenance | None = None,
@@ -264,6 +274,7 @@ class See:
             analytical_gradient=None if wanted is None else wanted.tolist(),
             expected_failure=expected_failure,
             code=code,
+            weak_reason=self._weak_reason,
         )
 
 
@@ -305,6 +316,7 @@ def run_script(
     requires_grad: bool = True,
     name: str | None = None,
     seed: int = 0,
+    weak: str | Mapping[str, str] | None = None,
 ) -> ScriptResults:
     """Run script per device and dtype; it gets the arguments it names: x, see, dtype, device.
 
@@ -314,6 +326,7 @@ def run_script(
          see(...) call carries its own formula beside the code (an nn.Module's gradients, say).
     tolerance -- None for torch.testing's default per dtype, a Tolerance for every dtype, or one per dtype.
     name -- put before each pass in the record's label (default: the script's name).
+    weak -- why a coarse allowance is acceptable here, for passes shown weak on purpose (as for checks.plan).
     """
     if not callable(script):
         raise CheckInputError(f"{script!r} is not a function: write the passes as def script(x, see): ...")
@@ -326,6 +339,7 @@ def run_script(
     if expectation is not None and not isinstance(expectation, Expectation):
         raise CheckInputError("expectation must be a checks.Expectation written first")
     names = planned_dtypes(dtypes, tolerance)
+    reasons = weak_reasons(weak, names)
     integer(seed, "seed")
     flag(requires_grad, "requires_grad")
     if name is not None:
@@ -339,7 +353,7 @@ def run_script(
             value = reference.to(to_dtype(dtype)).to(device).detach().clone().requires_grad_(requires_grad)
             see = See(script, expectation, function, source, reference.to(to_dtype(dtype)).to(torch.float64),
                       value if requires_grad else None, dtype, device, tolerance_for(tolerance, dtype),
-                      label, seed)
+                      label, seed, reasons[dtype])
             arguments = {"x": value, "see": see, "dtype": to_dtype(dtype), "device": torch.device(device)}
             script(**{key: arguments[key] for key in wanted})
             if not see.records:
