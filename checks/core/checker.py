@@ -66,7 +66,7 @@ import torch
 
 from .dtypes import dtype_name
 from .errors import CheckInputError, NaNInputError, in_place_named
-from .fast import Projection, Projections
+from .fast import Projection, Projections, projected_gradients
 from .indices import unravel
 from .forward import NoForwardMode, first_line, flat_jacobian, forward_jacobian
 from .numerical import _Evaluator, _relative_step, default_step, machine_epsilon, require_memory
@@ -532,7 +532,11 @@ def check_jacobian(
            "it is held whole in float64 beside a numerical one of the same size; check a smaller x, or "
            "sample=k elements of each input")
     require_memory(x, "richardson")
-    jacobian, used, method, note = _autograd_jacobian(checked, x, mode, value.numel(), order)
+    # Fast mode in reverse mode projects f's own vector–Jacobian products, on the graph the property checks
+    # use too (one forward for both).
+    graph = Graph.of(g) if fast and mode == "reverse" else None
+    jacobian, used, method, note = projected_gradients(graph, checked) if graph is not None else \
+        _autograd_jacobian(checked, x, mode, value.numel(), order)
     eps, tiny = machine_epsilon(x.dtype), float(torch.finfo(x.dtype).tiny)
     # ε^(1/7), the optimum of a window of three steps (T22, truncation of order h⁶); smaller steps follow
     # where an element needs them.
@@ -568,7 +572,7 @@ def check_jacobian(
     evaluations = evaluate.count + 2  # plus f(x) above and autograd's own forward
     note = "; ".join(filter(None, [note, evaluate.note]))
     properties = (unmutated(first.names, first.before, first.after),
-                  *_derivative_properties(g, used, seed, nondet_tol, check_undefined_grad, check_batched_grad))
+                  *_derivative_properties(g, used, seed, nondet_tol, check_undefined_grad, check_batched_grad, graph))
     return CheckReport(
         autograd=jacobian, numerical=numerical, error=error, allowed=allowed, steps=steps,
         levels=torch.from_numpy(search.tried.copy()), kink=kink, domain=domain, unstable=unstable & ~domain,
@@ -595,7 +599,7 @@ def _given_tolerance(atol: object, rtol: object) -> Tolerance | None:
 
 
 def _derivative_properties(g: Signature | SecondOrder, mode: Mode, seed: int, nondet_tol: float,
-                           undefined: bool, vectorized: bool) -> tuple[PropertyCheck, ...]:
+                           undefined: bool, vectorized: bool, graph: Graph | None = None) -> tuple[PropertyCheck, ...]:
     """The property checks of the derivatives the check used: reentrancy and undefined output gradients of
     the backward (reverse mode); undefined tangents (forward mode, first order: second order's tangents
     enter f's backward through one flat vector); batched gradients on request (either mode)."""
@@ -606,7 +610,7 @@ def _derivative_properties(g: Signature | SecondOrder, mode: Mode, seed: int, no
         if vectorized:
             checks.append(batched_forward(g, seed))
         return tuple(checks)
-    graph = Graph.of(g)
+    graph = Graph.of(g) if graph is None else graph
     checks.append(reentrant(graph, seed, nondet_tol))
     if undefined:
         checks.append(undefined_gradients(graph, seed))

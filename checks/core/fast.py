@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .properties import Graph
 from .signature import Argument, SecondOrder, Signature
 
 
@@ -112,3 +113,16 @@ def _segments(parts: tuple[Argument, ...], size: int) -> torch.Tensor:
     for k, part in enumerate(parts):
         which[part.offset:part.offset + part.numel, k] = 1.0
     return torch.from_numpy(which)
+
+
+def projected_gradients(graph: Graph, projection: Projection) -> tuple[torch.Tensor, str, str, str]:
+    """Autograd's projections vᵀ·J·u in reverse mode: per output, f's backward with grad_output v (zero on the
+    other outputs), then a dot with each input's u, in float64; (outputs, inputs) on the CPU, with the mode,
+    the method and a note, as the checker's autograd Jacobian comes."""
+    value = graph.value
+    method = "torch.autograd.grad (one vector–Jacobian product per output, projected on u)"
+    u, v = projection._u, projection._v
+    if not value.requires_grad:  # no output depends on the inputs: a zero Jacobian, as autograd defines it
+        return torch.zeros(v.shape[1], u.shape[1], dtype=torch.float64), "reverse", method, ""
+    rows = [graph.gradient(value, column.to(value.dtype)).to(torch.float64) @ u for column in v.T]
+    return torch.stack(rows).cpu(), "reverse", method, ""
