@@ -7,10 +7,10 @@ Cases: SiLU elementwise on n = 16 ... 4096 elements (a diagonal Jacobian, n × n
 module on a batch of 8 inputs by check_module (its weight, bias and input: 4,672 columns, 512 rows; gradcheck
 gets the same function of the same three tensors). Per case, dtype and thread count (0: torch's default),
 each timed as the fastest of --repeat runs (one for the slowest cases), the checkers alternated: this
-checker's check_jacobian, gradcheck's slow mode (fast_mode=False, its default) and fast mode
-(fast_mode=True); the ratios to gradcheck's slow mode, and the outcomes (gradcheck's "fail" in float32 is
-its tolerance meeting float32 rounding, the comparison the book draws). Timings depend on the machine;
-read them as ratios.
+checker's check_jacobian, gradcheck's slow mode (fast_mode=False, its default), gradcheck's fast mode
+(fast_mode=True) and this checker's fast mode (fast=True); the ratios of each checker to gradcheck's mode of
+the same kind, and the outcomes (gradcheck's "fail" in float32 is its tolerance meeting float32 rounding, the
+comparison the book draws). Timings depend on the machine; read them as ratios.
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ SLOW = 5.0
 class Case:
     name: str
     n: int  # columns of the Jacobian
-    ours: Callable[[], str]
+    ours: Callable[[bool], str]  # fast mode or not
     gradcheck: Callable[[bool], str]
 
 
 def elementwise(n: int, dtype: torch.dtype) -> Case:
     x = torch.linspace(-3.0, 3.0, n, dtype=torch.float64).to(dtype)
     f = torch.nn.functional.silu
-    return Case(f"silu, n = {n}", n, lambda: check_jacobian(f, x).outcome,
+    return Case(f"silu, n = {n}", n, lambda fast: check_jacobian(f, x, fast=fast).outcome,
                 lambda fast: _gradcheck(f, (x,), fast))
 
 
@@ -54,7 +54,7 @@ def linear(dtype: torch.dtype) -> Case:
         return torch.nn.functional.linear(inputs, weight, bias)
 
     leaves = (module.weight.detach(), module.bias.detach(), x)
-    return Case("Linear(64, 64), batch 8", n, lambda: check_module(module, lambda y: y, x).outcome,
+    return Case("Linear(64, 64), batch 8", n, lambda fast: check_module(module, lambda y: y, x, fast=fast).outcome,
                 lambda fast: _gradcheck(f, leaves, fast))
 
 
@@ -89,9 +89,11 @@ def main() -> None:
     # Each checker's one-time costs (lazy imports, vmap's set-up) are paid before timing.
     warm = torch.linspace(0.1, 0.9, 6, dtype=torch.float64)
     check_jacobian(torch.sin, warm)
+    check_jacobian(torch.sin, warm, fast=True)
     _gradcheck(torch.sin, (warm,), False)
-    header = (f"{'case':<26}{'dtype':<9}{'threads':>8}{'ours s':>10}{'gradcheck s':>13}{'fast s':>10}"
-              f"{'ours/gc':>9}{'outcomes (ours, gc, gc fast)':>32}")
+    _gradcheck(torch.sin, (warm,), True)
+    header = (f"{'case':<26}{'dtype':<9}{'threads':>8}{'ours s':>10}{'gc slow s':>11}{'gc fast s':>11}"
+              f"{'ours fast s':>13}{'ours/slow':>11}{'fast/fast':>11}   outcomes (ours, gc slow, gc fast, ours fast)")
     print(header)
     for threads in (int(t) for t in args.threads.split(",")):
         torch.set_num_threads(threads or default_threads)
@@ -100,12 +102,14 @@ def main() -> None:
             if not args.no_module:
                 cases.append(linear(dtype))
             for case in cases:
-                ours, ours_outcome = timed(case.ours, args.repeat)
+                ours, ours_outcome = timed(lambda: case.ours(False), args.repeat)
                 slow, slow_outcome = timed(lambda: case.gradcheck(False), args.repeat)
                 fast, fast_outcome = timed(lambda: case.gradcheck(True), args.repeat)
+                ours_fast, ours_fast_outcome = timed(lambda: case.ours(True), args.repeat)
+                outcomes = ", ".join((ours_outcome, slow_outcome, fast_outcome, ours_fast_outcome))
                 print(f"{case.name:<26}{str(dtype).removeprefix('torch.'):<9}{torch.get_num_threads():>8}"
-                      f"{ours:>10.4f}{slow:>13.4f}{fast:>10.4f}{ours / slow:>9.2f}"
-                      f"{', '.join((ours_outcome, slow_outcome, fast_outcome)):>32}", flush=True)
+                      f"{ours:>10.4f}{slow:>11.4f}{fast:>11.4f}{ours_fast:>13.4f}{ours / slow:>11.2f}"
+                      f"{ours_fast / fast:>11.2f}   {outcomes}", flush=True)
 
 
 if __name__ == "__main__":
