@@ -326,9 +326,10 @@ def main() -> None:
     for name, why in NOT_DIFFERENTIABLE.items():
         print(f"   {name}: {why}")
     for dtype in dict.fromkeys(row.dtype for row in rows):
-        alarms = [f"{row.op} ({row.sample})" for row in rows
-                  if row.dtype == dtype and row.ours == "fail" and not _known(row.op, settings)]
-        print(f"False alarms in {dtype} (fails outside the known imprecisions): {len(alarms)} {alarms}")
+        alarms = [row for row in rows if row.dtype == dtype and row.ours == "fail" and not _known(row.op, settings)]
+        both = [f"{row.op} ({row.sample})" for row in alarms if row.gradcheck == "fail"]
+        print(f"False alarms in {dtype} (fails outside the known imprecisions): {len(alarms)} "
+              f"{[f'{row.op} ({row.sample})' for row in alarms]}; of them failed by gradcheck too: {len(both)} {both}")
 
 
 def _by_mode(settings: Settings) -> dict[str, str]:
