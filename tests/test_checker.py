@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import checks
-from checks.core.checker import check_jacobian
+from checks.core.checker import NOISE_LINES, NOISE_REACH, check_jacobian
 from checks.core.errors import CheckInputError, DtypeError, NaNInputError, ShapeMismatchError
 from checks.teaching.higher import (
     SECOND_DERIVATIVE_CHECKS,
@@ -98,11 +98,12 @@ def test_the_per_element_report_has_both_values_the_error_estimate_and_a_verdict
     frame = report.frame()
     assert {"autograd", "numerical", "error estimate", "allowed", "verdict", "why", "dtype", "device"} <= set(frame.columns)
     # A mismatch is confirmed by the next window and the finest that can still resolve it. 2 evaluations per step and
-    # column; f(x), autograd's forward and f(x) in the first batch (vmap's witness); the kink test reads the same.
+    # column; f(x), autograd's forward and f(x) in the first batch (vmap's witness); the noise probe's points on
+    # its lines; the kink test reads the same.
     assert all(levels >= 6 for levels in report.levels.tolist())
-    assert report.evaluations == 2 * int(report.levels.sum()) + 3
+    assert report.evaluations == 2 * int(report.levels.sum()) + 3 + NOISE_LINES * 2 * NOISE_REACH
     right = check_jacobian(scaled("exp", 0.0), x)
-    assert right.passed and right.evaluations == 2 * int(right.levels.sum()) + 3
+    assert right.passed and right.evaluations == 2 * int(right.levels.sum()) + 3 + NOISE_LINES * 2 * NOISE_REACH
     assert "failed: 2 of 4" in report.summary()
 
 

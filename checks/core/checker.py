@@ -1,30 +1,83 @@
 """A gradient checker: autograd's Jacobian against an adaptive Richardson estimate, element by element.
 
 Three outcomes per element, and for the whole check (a fail anywhere fails it; else an inconclusive
-element makes it inconclusive):
+element makes it inconclusive). Every element is first sorted by whether its numbers are finite, because
+a NaN compares false with every bound and would otherwise slip through as "not outside the allowance":
 
-- pass: autograd is within the element's allowance, and the allowance is small enough to mean something
-  (at most RESOLUTION of the entry's scale: the largest |J| in its row and column);
-- fail: autograd is outside its allowance (an allowance too wide to vouch for a pass can still be exceeded);
+- pass: established positively, never by default: autograd and the estimate both finite, autograd within
+  a finite allowance, and the allowance small enough to mean something (at most RESOLUTION of the entry's
+  scale: the largest |J| in its row and column), at a point with no kink and no instability;
+- fail: autograd outside its allowance (an allowance too wide to vouch for a pass can still be exceeded),
+  or "non-finite": autograd NaN where the estimate is finite (f is finite at x ± h, so the derivative is a
+  number; NaN is never one: 0/0 at a removable singularity, 0·log 0, an overflowing untaken branch of
+  torch.where), or ±inf where the estimate converged to a finite value;
 - inconclusive: the evidence cannot settle it. The report says why and what would settle it:
   "kink" (f is not differentiable at x, or a kink lies inside the stencil: check at another point),
-  "domain" (f is not finite at x ± h for every step tried: x is on the edge of f's domain),
-  "unstable" (a mismatch that the finest window able to resolve it contradicts: f has structure at the
-  scale of the step, a staircase or an oscillation),
+  "domain" (the estimate is not finite: f is not finite at x ± h for every step tried, x is on the edge of
+  f's domain; whatever autograd says, NaN included, there is nothing finite to compare it with),
+  "infinite" (autograd ±inf where the estimate does not converge, or is the same infinity: f may have a
+  vertical tangent at x; equal infinities are not evidence of a correct gradient, since a difference
+  quotient cannot confirm an infinite slope and a bug that overflows gives the same inf),
+  "unstable" (a mismatch that the finest window able to resolve it contradicts, or autograd's 0 in an
+  output that the noise probe finds flat between jumps: f has structure at the scale of the step, a
+  staircase or an oscillation),
+  "unconfirmed" (a mismatch no independent window confirms: see below),
   "imprecise" (the estimate's own uncertainty is above RESOLUTION at every step: float64, or another point).
 
 The allowance of element (i, j):
 
-    allowed = safety · (error + ε·scale_i/h + ε·max(|J| in row i and column j) + tiny)
+    allowed = safety · (error + noise_i/h + ρ·max(|J| in row i and column j) + tiny)
 
 - error: how much the window's extrapolated value T22 differs from those of the windows one step coarser
   and one finer (the larger change; as numdifftools estimates it). Ridders' error, the change the last
   extrapolation made, measures the once-extrapolated value instead, far above T22's own error.
-- ε·scale_i/h: rounding of the evaluations of f_i (scale_i = |f_i(x)| + Σ_k |J_ik|·|x_k|, the size of
-  what f_i is computed from), divided by the finest step of the tableau.
-- ε·max(|J| in row, column): autograd's own rounding; an entry computed as 1e-17 where f does not
-  depend on x_j at all is rounding, not a bug.
+- noise_i/h: rounding of the evaluations of f_i, divided by the finest step of the tableau. noise_i is
+  the larger of two bounds on one evaluation's rounding error:
+  ε·scale_i, with scale_i = |f_i(x)| + Σ_k |J_ik|·|x_k|, the size of what f_i is computed from: right for
+  an f computed accurately, far too small where f amplifies its own rounding (an ill-conditioned solve,
+  cancellation between large terms: inv(A + diag x).sum() with cond(A) ≈ 4e6 carries noise far above ε);
+  and NOISE_BOUND·σ_i, with σ_i f_i's noise measured at x (Moré & Wild's ECnoise, numerical.noise_level:
+  the scaled higher differences of f at 9 equally spaced points on each of NOISE_LINES random lines through
+  x, spaced ε^(2/3)·max(|x_j|, 1) apart; the larger of the lines). Rounding is not random, but it is far
+  from smooth: the higher differences of a smooth f vanish like δ^k while those of its rounding stay level,
+  so the measurement sees what this machine's BLAS, vector units and thread count do to f, and the
+  allowance follows it. The tableau's own steps cannot show it: 2^-k apart, their rounding can line up
+  exactly (an ill-conditioned inverse can give the same, wrong, central difference at several consecutive
+  halved steps, so that the windows agree and the error estimate is 0); the probe's points share no such
+  ratios.
+- ρ·max(|J| in row, column): autograd's own rounding, and the estimate's share of f's relative noise.
+  ρ = ε·max(1, A), A the largest ratio over the outputs of measured noise to ε·scale_i (the report's
+  amplification). An entry computed as 1e-17 where f does not depend on x_j at all is rounding, not a bug;
+  where f amplifies its rounding, its backward runs through the same operations, and f's noise at x ± h
+  grows with |f(x ± h)|, an error of relative size ρ in the estimate that no step reduces (an output that
+  vanishes at x shows its relative noise only away from x, hence the largest over the outputs).
 - tiny: the smallest normal number of the dtype, a floor for subnormal results.
+
+A correct gradient is never failed on another machine: where f's rounding is amplified, the allowance
+grows with it, and a mismatch must be confirmed. The window chosen is the least uncertain of several, and
+one of them can agree with its neighbours by chance (a coarse window of a fast oscillation aliased into a
+smooth-looking tableau; a noisy f). Columns with a mismatch get smaller steps (the next window, and the
+finest whose rounding is at most a quarter of the mismatch, the witness); then
+- "unstable" where the chosen window and the witness disagree by more than both allowances (a staircase
+  such as round fits coarse steps exactly and is flat below a stair), or where autograd is 0 in an output
+  that is a staircase on the noise probe (most of its values at distinct points equal, the rest jumps, all
+  one way): its measured "noise" is the stair height, which keeps the witness from steps fine enough to
+  see a stair's flat, and 0 is the slope of every stair (rounding noise quantized by large intermediates,
+  as in an ill-conditioned inverse, jumps both ways, and is judged as noise);
+- "unconfirmed" unless an independent window (sharing no step with the chosen one, and least uncertain
+  relative to its value among those) resolves the mismatch (its uncertainty at most the mismatch) and its
+  value sides with the chosen estimate rather than with autograd.
+What differs between machines is then only how often the estimate is precise enough to pass. Tested by
+injecting noise: f's output × (1 + u·k·ε), u uniform in [-1, 1] afresh per evaluation, k from 10 to 10⁶
+(tests/test_checker_noise.py; the sweep over the mutant suite, the hard cases and all of op_db:
+benchmarks/noise.py).
+
+What a check could have caught: per element, detectable relative error = allowed / |estimate|, the
+smallest relative error of autograd's value that its allowance would have failed (the estimate, not
+autograd, is the reference: a wrong autograd value must not make its own check look sharper). Elements
+whose estimate is not resolved from 0 (|estimate| at most its uncertainty, allowed/safety) have none: a
+relative error of an entry that is 0 means nothing, and such an entry is held to its absolute allowance.
+The report's figure is the largest over the elements it judged (passed or failed).
 
 The step adapts to f (as numdifftools does): central differences at h0·max(|x_j|, 1)·2^-k for k = 0, 1, ...,
 each window of three consecutive steps extrapolated, and per element the window whose uncertainty
@@ -38,7 +91,8 @@ judged against the other), evaluated in one batch.
 A kink (relu or abs at 0, a clamp's bound) makes both numbers meaningless: one-sided differences D+ and D-
 disagree by the jump in slope at every step, whereas for a smooth f their gap h·f'' halves with the step.
 The gap |f(x + h) + f(x - h) - 2 f(x)| / h comes from the evaluations the estimate made anyway, at the first
-two steps of each column's chosen window (and of its finest, for a mismatch).
+two steps of each column's chosen window (and of its finest, for a mismatch); it counts when it exceeds
+KINK_NOISE times the rounding noise of a one-sided difference, 2·noise_i/h.
 
 Several inputs: f(x, weight, bias) is checked as one function of all inputs' elements concatenated;
 each element is named by its input and index ("input `weight`, element (2, 1)"). check_module does this
@@ -49,7 +103,9 @@ checks.core.properties (f does not change its inputs; a reentrant backward; unde
 batched gradients on request). order=2 checks the Jacobian of the vector–Jacobian product, as gradgradcheck
 does. atol/rtol replace the estimate's own allowance by the caller's, judged against the estimate's
 uncertainty: pass only where autograd is within the tolerance of every value the estimate allows, fail only
-where it is outside it for every one.
+where it is outside it for every one (and confirmed, as above; NaN and inf are judged as above, before any
+tolerance). The detectable relative error then uses that fail threshold: (atol + rtol·|estimate| + the
+estimate's allowance) / |estimate|.
 """
 
 from __future__ import annotations
@@ -69,7 +125,7 @@ from .errors import CheckInputError, NaNInputError, in_place_named
 from .fast import Projection, Projections, projected_gradients
 from .indices import unravel
 from .forward import NoForwardMode, first_line, flat_jacobian, forward_jacobian
-from .numerical import _Evaluator, _relative_step, default_step, machine_epsilon, require_memory
+from .numerical import _Evaluator, _relative_step, default_step, machine_epsilon, noise_level, require_memory
 from .properties import (
     Graph,
     PropertyCheck,
@@ -99,7 +155,7 @@ RESOLUTION = 1e-2
 # For a smooth f the one-sided gap halves with the step (ratio 0.5, or 0.125 where f'' = 0); a kink keeps
 # it near 1. 0.75 sits between the two.
 KINK_RATIO = 0.75
-# A gap must exceed this many times the rounding noise of a one-sided difference (2ε|f|/h) to count.
+# A gap must exceed this many times the rounding noise of a one-sided difference (2·noise_i/h) to count.
 KINK_NOISE = 100.0
 # Up to this many outputs, reverse mode runs one backward per output; beyond, the backwards are batched
 # (torch.autograd.grad with is_grads_batched), while the identity it is seeded with stays under this many
@@ -110,16 +166,36 @@ BATCHED_ROWS_LIMIT = 4_000_000
 FIRST_LEVELS = 4
 # Steps per later batch, for the columns not settled by the first: a window's worth.
 LATER_LEVELS = 3
+# The noise probe: f at x + t·δ·p for t = ±1, ..., ±NOISE_REACH on NOISE_LINES random lines p (16 points,
+# in the first batch). Two lines of nine points: for white noise, an estimate from one line falls below a
+# quarter of the true noise about once in a thousand checks (measured), the larger of two independent ones
+# about once in a million.
+NOISE_REACH = 4
+NOISE_LINES = 2
+# Measured noise σ counts as a bound of NOISE_BOUND·σ on one evaluation's rounding (uniform noise of
+# amplitude A has σ = A/√3).
+NOISE_BOUND = 3.0
 
 REASONS = {
+    "non-finite": "autograd gave nan or inf where f is finite at x ± h and the estimate is finite: the "
+                  "derivative there is a finite number (NaN in a backward is usually 0/0 at a removable "
+                  "singularity, 0·log 0, or an overflowing untaken branch of torch.where)",
+    "infinite": "autograd gave inf and the estimate does not settle on a finite value (or is the same "
+                "infinity): f may have a vertical tangent at x, and an infinite slope is not one a difference "
+                "quotient can confirm; check at another point",
     "kink": "one-sided differences disagree at every step: f is not differentiable at x, or a kink lies "
             "within h of it; check at another point",
     "domain": "f is not finite at x ± h for every step tried: x is on the edge of f's domain; check at an "
               "interior point",
-    "unstable": "estimates at coarse and fine steps disagree: f varies on a scale near the step (a "
-                "staircase such as round, or a fast oscillation); check at another point",
-    "imprecise": "the estimate's uncertainty stays above {resolution:g} of the entry's scale at every step "
-                 "tried; {remedy}",
+    "unconfirmed": "autograd is outside the chosen estimate's allowance, but no independent estimate (a window "
+                   "sharing none of its steps) resolves the mismatch and sides with it: one window of several can "
+                   "agree with its neighbours by chance (f's rounding noise, or an oscillation aliased at coarse "
+                   "steps); {remedy}",
+    "unstable": "estimates at coarse and fine steps disagree, or f is flat between jumps at a fine scale: f "
+                "varies on a scale near the step (a staircase such as round, or a fast oscillation); check at "
+                "another point",
+    "imprecise": "the estimate's uncertainty (its error and f's rounding noise divided by the step) stays "
+                 "above {resolution:g} of the entry's scale at every step tried; {remedy}",
     "tolerance": "the estimate's uncertainty is too large to tell whether autograd is within the atol and rtol "
                  "given; loosen them, or {remedy}",
 }
@@ -139,7 +215,10 @@ class Element:
     allowed: float
     step: float
     verdict: ElementVerdict
-    reason: str  # "" for pass and fail; else a key of REASONS
+    reason: str  # "" for pass and fail, "non-finite" for a fail by a NaN or inf; else a key of REASONS
+    # allowed / |numerical|: the smallest relative error of autograd's value its allowance fails; None
+    # where the estimate is not resolved from 0 (or not finite).
+    detectable_relative_error: float | None = None
     # What the estimate alone supports (its allowance: safety × uncertainty, plus autograd's rounding);
     # the same as allowed unless the caller gave atol/rtol.
     supported: float = math.nan
@@ -161,12 +240,18 @@ class CheckReport:
     error        -- per element, the Richardson error estimate of the chosen window
     steps        -- per element, the finest step of the chosen window
     levels       -- per column, how many steps were tried (3 for a smooth f)
-    kink, domain, unstable, converged -- per element: a kink found; no finite estimate at any step; a
-                    mismatch that a window at smaller steps contradicts; allowed small enough to judge
+    kink, domain, unstable, unconfirmed, converged -- per element: a kink found; no finite estimate at any
+                    step; a mismatch that a window at smaller steps contradicts; a mismatch no independent
+                    window confirms; allowed small enough to judge
+    noise        -- per output, the bound on one evaluation's rounding error the allowances used: the
+                    larger of ε·(|f_i| + Σ|J_ik||x_k|) and NOISE_BOUND × the noise measured at x
+    amplification -- the largest ratio of measured noise to ε·(|f_i| + Σ|J_ik||x_k|) over the outputs:
+                    above 1 where f amplifies its own rounding
+    safety       -- the allowance factor over the uncertainty
     arguments    -- the checked inputs, named, with their shapes (a complex `z` as `z.real` and `z.imag`; a
                     sample's positions)
-    evaluations  -- every evaluation of f: the estimate's, the kink test's, f(x) and autograd's forward (the
-                    property checks add one forward of their own, not counted)
+    evaluations  -- every evaluation of f: the estimate's, the noise probe's, the kink test's, f(x) and
+                    autograd's forward (the property checks add one forward of their own, not counted)
     seconds      -- wall time of the whole check
     outputs      -- the differentiable outputs, named and placed among the rows
     skipped      -- the arguments and outputs held fixed (no gradient: integers, bools, non-tensors)
@@ -189,7 +274,11 @@ class CheckReport:
     kink: torch.Tensor
     domain: torch.Tensor
     unstable: torch.Tensor
+    unconfirmed: torch.Tensor
     converged: torch.Tensor
+    noise: torch.Tensor
+    amplification: float
+    safety: float
     mode: Mode
     method: str
     requested: Mode
@@ -223,20 +312,39 @@ class CheckReport:
 
     # Cached: a report is immutable, and outcome, summary and message each read these masks.
     @cached_property
+    def nonfinite(self) -> torch.Tensor:
+        """Elements where autograd is wrong by not being finite: NaN where the estimate is finite, or ±inf
+        where the estimate converged to a finite value. Caught before any allowance is consulted."""
+        settled = self.converged & ~self.kink & ~self.unstable
+        return torch.isfinite(self.numerical) & (self.autograd.isnan() | (self.autograd.isinf() & settled))
+
+    @cached_property
     def mismatch(self) -> torch.Tensor:
-        """Elements outside their allowance, away from kinks: the evidence of a wrong gradient. (An
-        allowance too wide to judge a pass can still be exceeded: autograd is then wrong by even more.)"""
+        """Failed elements: non-finite where they must be finite, or outside their allowance away from kinks
+        (an allowance too wide to judge a pass can still be exceeded: autograd is then wrong by even more).
+        With a tolerance given: outside it for every value the estimate allows (see _against_tolerance)."""
         if self.tolerance is not None:
             return self._against_tolerance[0]
-        return (self.difference > self.allowed) & ~self.kink & ~self.domain & ~self.unstable
+        finite = torch.isfinite(self.autograd) & torch.isfinite(self.numerical)
+        outside = finite & (self.difference > self.allowed) & ~self.kink & ~self.unstable & ~self.unconfirmed
+        return self.nonfinite | outside
+
+    @cached_property
+    def agreed(self) -> torch.Tensor:
+        """Passed elements, established positively: both values and the allowance finite, the difference
+        within the allowance, the estimate converged (or equal to autograd exactly), no kink, no instability.
+        A NaN anywhere makes one of these comparisons false, so it can never pass."""
+        if self.tolerance is not None:
+            return self._against_tolerance[1]
+        finite = torch.isfinite(self.autograd) & torch.isfinite(self.numerical) & torch.isfinite(self.allowed)
+        exact = self.autograd == self.numerical
+        return finite & (self.difference <= self.allowed) & (self.converged | exact) & ~self.kink & ~self.unstable
 
     @cached_property
     def inconclusive(self) -> torch.Tensor:
-        """Elements the evidence cannot judge (a kink, f not finite near x, or an unconverged estimate)."""
-        if self.tolerance is not None:
-            return self._against_tolerance[1]
-        exact = self.difference == 0
-        return ~self.mismatch & (self.kink | self.domain | self.unstable | (~self.converged & ~exact))
+        """Elements the evidence cannot judge (a kink, f not finite near x, an infinite autograd that the
+        estimate cannot confirm, or an unconverged estimate): neither failed nor established."""
+        return ~self.mismatch & ~self.agreed
 
     @property
     def given_allowed(self) -> torch.Tensor:
@@ -248,21 +356,18 @@ class CheckReport:
 
     @cached_property
     def _against_tolerance(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(mismatch, inconclusive) against the caller's tolerance. The true derivative lies within the
-        estimate's allowance of it, so autograd's distance from it lies within that allowance of the
-        difference: a pass needs difference + allowance inside the tolerance, a fail difference - allowance
-        outside it; the rest is inconclusive. Exact agreement passes, as without a tolerance (an entry of 0 that
-        both find, where f_i does not depend on x_j, would otherwise need an atol). A non-finite value never
-        passes."""
+        """(mismatch, agreed) against the caller's tolerance. The true derivative lies within the estimate's
+        allowance of it, so autograd's distance from it lies within that allowance of the difference: a pass
+        needs difference + allowance inside the tolerance, a fail difference - allowance outside it (and
+        confirmed, as without a tolerance); the rest is inconclusive. Exact agreement passes, as without a
+        tolerance (an entry of 0 that both find, where f_i does not depend on x_j, would otherwise need an
+        atol). A NaN or inf is judged as without a tolerance: it never passes."""
         blind = self.kink | self.domain | self.unstable
         finite = torch.isfinite(self.autograd) & torch.isfinite(self.numerical)
         given = self.given_allowed
-        wrong = (finite & (self.difference > given + self.allowed)) | \
-            (~torch.isfinite(self.autograd) & torch.isfinite(self.numerical))
-        mismatch = wrong & ~blind
-        inside = (self.difference + self.allowed <= given) | (self.difference == 0)
-        right = finite & inside & ~blind
-        return mismatch, ~mismatch & ~right
+        outside = finite & (self.difference > given + self.allowed) & ~blind & ~self.unconfirmed
+        inside = (self.difference + self.allowed <= given) | (self.autograd == self.numerical)
+        return self.nonfinite | outside, finite & inside & ~blind
 
     @cached_property
     def outcome(self) -> Outcome:
@@ -287,11 +392,41 @@ class CheckReport:
         return int((self.kink & ~self.mismatch).sum())
 
     def reason(self, i: int, j: int) -> str:
-        if self.mismatch[i, j] or not self.inconclusive[i, j]:
+        if self.nonfinite[i, j]:
+            return "non-finite"
+        if not self.inconclusive[i, j]:
             return ""
-        if self.kink[i, j] or self.domain[i, j] or self.unstable[i, j]:
-            return "kink" if self.kink[i, j] else "domain" if self.domain[i, j] else "unstable"
+        autograd, numerical = float(self.autograd[i, j]), float(self.numerical[i, j])
+        if self.kink[i, j]:
+            return "kink"
+        if not math.isfinite(numerical):
+            return "infinite" if autograd == numerical else "domain"
+        if self.unstable[i, j]:
+            return "unstable"
+        if self.unconfirmed[i, j]:
+            return "unconfirmed"
+        if not math.isfinite(autograd):
+            return "infinite"
         return "tolerance" if self.tolerance is not None else "imprecise"
+
+    @cached_property
+    def detectable(self) -> torch.Tensor:
+        """(outputs, inputs): the smallest relative error of autograd's value that each element's allowance
+        fails: allowed / |numerical| (with a tolerance given, (its allowance + the estimate's) / |numerical|,
+        the fail threshold); NaN where the estimate is not resolved from 0 (|numerical| at most its
+        uncertainty, allowed / safety) or not finite."""
+        magnitude = self.numerical.abs()
+        threshold = self.allowed if self.tolerance is None else self.given_allowed + self.allowed
+        resolved = torch.isfinite(magnitude) & torch.isfinite(threshold) & (self.safety * magnitude > self.allowed)
+        return torch.where(resolved, threshold / magnitude, torch.full_like(magnitude, math.nan))
+
+    @property
+    def detectable_relative_error(self) -> float | None:
+        """The largest detectable relative error over the judged (passed or failed) elements whose estimate is
+        resolved from 0: a wrong gradient whose every element is off by more than this relatively fails.
+        None where no judged element has a resolved, non-zero estimate."""
+        values = self.detectable[(self.mismatch | self.agreed) & ~self.detectable.isnan()]
+        return float(values.max()) if values.numel() else None
 
     def explain(self, reason: str) -> str:
         """Why an element could not be judged (a key of REASONS: "kink", "domain", ...), and what would settle
@@ -305,16 +440,18 @@ class CheckReport:
 
     def elements(self) -> list[Element]:
         """The per-element report, row by row (output index, then column)."""
-        mismatch, inconclusive = self.mismatch, self.inconclusive
+        mismatch, inconclusive, detectable = self.mismatch, self.inconclusive, self.detectable
         allowed = self.allowed if self.tolerance is None else self.given_allowed
         rows = []
         for i in range(self.autograd.shape[0]):
             for j in range(self.autograd.shape[1]):
                 verdict = "fail" if mismatch[i, j] else "inconclusive" if inconclusive[i, j] else "pass"
                 argument = self.argument_of(j)
+                relative = float(detectable[i, j])
                 rows.append(Element(i, j, argument.name, argument.index(j), float(self.autograd[i, j]),
                                     float(self.numerical[i, j]), float(self.error[i, j]), float(allowed[i, j]),
-                                    float(self.steps[i, j]), verdict, self.reason(i, j), float(self.allowed[i, j])))
+                                    float(self.steps[i, j]), verdict, self.reason(i, j),
+                                    None if math.isnan(relative) else relative, float(self.allowed[i, j])))
         return rows
 
     def frame(self):
@@ -336,7 +473,12 @@ class CheckReport:
         total = self.autograd.numel()
         failed, unsure = int(self.mismatch.sum()), int(self.inconclusive.sum())
         unit = "elements" if self.projections is None else "projections"
-        wrong = [f"{failed} of {total} {unit} outside their allowance"] if failed else []
+        nonfinite = int(self.nonfinite.sum())
+        elements = f"{failed} of {total} {unit} outside their allowance"
+        if nonfinite:
+            kinds = {"nan" if math.isnan(value) else "inf" for value in self.autograd[self.nonfinite].tolist()}
+            elements += f" ({nonfinite} of them {' or '.join(sorted(kinds))} in autograd where the estimate is finite)"
+        wrong = [elements] if failed else []
         wrong += [f"{check.name} failed" for check in self.properties if check.outcome == "fail"]
         state = {"pass": "passed",
                  "fail": "failed: " + ", ".join(wrong),
@@ -397,20 +539,32 @@ class CheckReport:
         what = "Gradients" if self.order == 1 else "Second derivatives"
         lines = [f"{what} of {signature} {head[self.outcome]} ({self.dtype}, {self.device})"]
         if wrong:
+            lines.append(f"Mismatched elements: {len(wrong)} / {total} ({100 * len(wrong) / total:.1f}%): "
+                         f"{self.wrong_gradients()}")
+        # A NaN or inf has no difference to rank: such elements are listed first, on their own.
+        nonfinite = [e for e in wrong if e.reason == "non-finite"]
+        if nonfinite:
+            lines.append(f"Not finite: {len(nonfinite)} element{'s' * (len(nonfinite) > 1)} where autograd gave nan "
+                         f"or inf and the estimate is finite:")
+            for e in nonfinite[:limit]:
+                lines.append(f"  {self.where(e)}: autograd gave {e.autograd:g} where the estimate is finite "
+                             f"({e.numerical:.10g} ± {e.allowed:.2g})")
+            if len(nonfinite) > limit:
+                lines.append(f"  and {len(nonfinite) - limit} more")
+        finite = [e for e in wrong if e.reason != "non-finite"]
+        if finite:
             def relative(e: Element) -> float:
                 return e.difference / abs(e.numerical) if e.numerical else float("inf")
 
-            absolute, worst_relative = max(wrong, key=lambda e: e.difference), max(wrong, key=relative)
+            absolute, worst_relative = max(finite, key=lambda e: e.difference), max(finite, key=relative)
             lines += [
-                f"Mismatched elements: {len(wrong)} / {total} ({100 * len(wrong) / total:.1f}%): "
-                f"{self.wrong_gradients()}",
                 f"Greatest absolute difference: {absolute.difference:.3g} at {self.where(absolute)} "
                 f"(up to {absolute.allowed:.3g} allowed)",
                 f"Greatest relative difference: {relative(worst_relative):.3g} at {self.where(worst_relative)} "
                 f"(up to {worst_relative.allowed / abs(worst_relative.numerical or 1):.3g} allowed)",
             ]
-            # The worst first; the count of the rest is in the line above.
-            for e in sorted(wrong, key=lambda e: -e.difference / e.allowed if e.allowed else -math.inf)[:limit]:
+            # The worst first; the count of the rest is in the "Mismatched elements" line.
+            for e in sorted(finite, key=lambda e: -e.difference / e.allowed if e.allowed else -math.inf)[:limit]:
                 lines.append(f"  {self.where(e)}: autograd {e.autograd:.10g} vs numerical {e.numerical:.10g}, "
                              f"difference {e.difference:.3g} (up to {e.allowed:.3g} allowed)")
         if unsure:
@@ -425,7 +579,15 @@ class CheckReport:
                     lines.append(f"    and {len(mine) - limit} more")
         for check in self.properties:
             lines += check.message()
-        allowed = f"{SAFETY:g} × (its error estimate + rounding)" if self.tolerance is None else \
+        detectable = self.detectable_relative_error
+        # A failure says what was allowed where it failed; a pass or an inconclusive says what it could catch.
+        if detectable is not None and not wrong:
+            lines.append(f"Detectable: autograd off by a relative error above {detectable:.3g} fails in every judged "
+                         f"element (the largest allowed / |numerical| among them)")
+        if self.amplification > 1:
+            lines.append(f"f amplifies its own rounding: its noise, measured at x, is up to {self.amplification:.3g} × "
+                         f"ε·(|f| + Σ|J||x|) (an ill-conditioned solve, or cancellation); the allowances include it")
+        allowed = f"{self.safety:g} × (its error estimate + f's rounding noise / step)" if self.tolerance is None else \
             (f"atol + rtol·|numerical| (atol={self.tolerance.atol:g}, rtol={self.tolerance.rtol:g}, given) beyond "
              f"the estimate's own allowance")
         if self.order == 2:
@@ -545,22 +707,42 @@ def check_jacobian(
     search = _Search(evaluate, x, value, h0, eps, tiny, safety, resolution,
                      checked.rounding_scale if fast else None)
     search.run()
+    # f's relative noise: ε for an accurately computed f, more where it amplifies its rounding (and so does
+    # its backward, through the same operations; and f's noise at x ± h grows with |f(x ± h)|, an error of
+    # the same relative size in the estimate).
+    relative_noise = eps * max(1.0, search.amplification())
     numerical, error, allowed, steps, converged = search.result()
-    allowed = allowed + _autograd_floor(jacobian, numerical, eps, safety)
+    allowed = allowed + _autograd_floor(jacobian, numerical, relative_noise, safety)
     # A failure must survive smaller steps: a staircase (round) or a fast oscillation can fool one window
-    # into converging to a slope f does not have. Columns with a mismatch get every smaller step that could
-    # still resolve it; where the chosen and that finest (witness) window disagree, neither is believed.
+    # into converging to a slope f does not have, and among many windows of a noisy f one can agree with its
+    # neighbours by chance. Columns with a mismatch get every smaller step that could still resolve it;
+    # where the chosen and that finest (witness) window disagree, neither is believed (unstable), and a
+    # mismatch no independent window confirms is not believed either (unconfirmed).
     difference = (jacobian - numerical).abs()
-    suspect_elements = (difference > allowed) & torch.isfinite(numerical)
+    # A non-finite autograd value is judged without an allowance (CheckReport.nonfinite): no step can settle it.
+    suspect_elements = (difference > allowed) & torch.isfinite(numerical) & torch.isfinite(jacobian)
     suspect = suspect_elements.any(0)
-    unstable = torch.zeros_like(converged)
+    unstable = unconfirmed = torch.zeros_like(converged)
     if suspect.any():
         search.confirm(torch.where(suspect_elements, difference, torch.zeros_like(difference)))
         numerical, error, allowed, steps, converged = search.result()
-        allowed = allowed + _autograd_floor(jacobian, numerical, eps, safety)
+        floor = _autograd_floor(jacobian, numerical, relative_noise, safety)
+        allowed = allowed + floor
         finest, finest_allowed = search.finest()
         unstable = (numerical - finest).abs() > allowed + finest_allowed
+        # On a staircase both 0 (each stair's slope, autograd's for round) and the slope across stairs (the
+        # estimate's) are defensible; any other value is wrong at both scales, and is judged as usual.
+        flats = torch.from_numpy(search.staircase).unsqueeze(1) & (jacobian == 0)
+        unstable |= flats & ((jacobian - numerical).abs() > allowed)
         unstable &= suspect.unsqueeze(0)
+        # The chosen window is the least uncertain of several, and one of them can agree with its neighbours
+        # by chance (a coarse window of a fast oscillation aliased into a smooth-looking tableau, a noisy f).
+        # An independent window, sharing no step with it, confirms the mismatch when it can resolve it (its
+        # uncertainty at most the mismatch) and its value sides with the chosen estimate, not with autograd.
+        independent, spread = search.independent()
+        mismatch = (jacobian - numerical).abs()
+        sides = (jacobian - independent).abs() > (numerical - independent).abs()
+        unconfirmed = suspect.unsqueeze(0) & (mismatch > allowed) & ~(sides & (spread <= mismatch))
     domain = ~torch.isfinite(numerical)
     kink = torch.zeros_like(domain)
     if kinks:
@@ -576,8 +758,9 @@ def check_jacobian(
     return CheckReport(
         autograd=jacobian, numerical=numerical, error=error, allowed=allowed, steps=steps,
         levels=torch.from_numpy(search.tried.copy()), kink=kink, domain=domain, unstable=unstable & ~domain,
-        converged=converged & ~domain,
-        mode=used, method=method, requested=mode, note=note, dtype=dtype_name(x.dtype), device=x.device.type,
+        unconfirmed=unconfirmed & ~domain, converged=converged & ~domain, noise=torch.from_numpy(search.noise()),
+        amplification=search.amplification(), safety=float(safety), mode=used, method=method, requested=mode,
+        note=note, dtype=dtype_name(x.dtype), device=x.device.type,
         arguments=arguments, output_shape=tuple(value.shape) if len(g.outputs) > 1 or fast else g.outputs[0].shape,
         evaluations=evaluations, seconds=time.perf_counter() - start, resolution=resolution,
         outputs=checked.outputs, skipped=g.skipped, call=g.call, order=order, seed=seed, tolerance=tolerance,
@@ -654,14 +837,19 @@ class _Search:
         self.active = np.ones(n, dtype=bool)
         self.witness = np.full(n, -1, dtype=np.int64)  # per column, the window confirm() checks against
         self.depth = 0  # levels computed for at least one column
+        self.measured = np.zeros(m)  # per output, the measured noise bound (set by the first batch)
+        self.staircase = np.zeros(m, dtype=bool)  # per output, flat between jumps on the probe
         # The windows and the choice for the tables as they stand (recomputed after each level).
         self._windows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._chosen: tuple | None = None
 
     def run(self) -> None:
-        # One batch: the steps a smooth f needs (two windows, each judged against the other); then the
-        # columns not yet settled, LATER_LEVELS steps per batch (a call of f costs more than its points).
-        self._levels(tuple(range(FIRST_LEVELS)), np.flatnonzero(self.active))
+        # One batch: the steps a smooth f needs (two windows, each judged against the other) and the noise
+        # probe; then the columns not yet settled, LATER_LEVELS steps per batch (a call of f costs more
+        # than its points).
+        probe = self._probe_points()
+        samples = self._levels(tuple(range(FIRST_LEVELS)), np.flatnonzero(self.active), probe)
+        self._measure_noise(samples)
         self._stop_judged_columns(FIRST_LEVELS - 1)
         for first in range(FIRST_LEVELS, self.max_levels, LATER_LEVELS):
             columns = np.flatnonzero(self.active)
@@ -671,27 +859,77 @@ class _Search:
             self._levels(levels, columns)
             self._stop_judged_columns(levels[-1])
 
-    def _levels(self, levels: tuple[int, ...], columns: np.ndarray) -> None:
-        """Central differences at the given levels for the given columns, evaluated as one batch."""
-        self._pairs(np.repeat(np.asarray(levels, dtype=np.int64), columns.size), np.tile(columns, len(levels)))
+    def _levels(self, levels: tuple[int, ...], columns: np.ndarray, extra: np.ndarray | None = None) -> np.ndarray:
+        """Central differences at the given levels for the given columns, evaluated as one batch (with the
+        extra points, whose values are returned)."""
+        return self._pairs(np.repeat(np.asarray(levels, dtype=np.int64), columns.size), np.tile(columns, len(levels)),
+                           extra)
 
-    def _pairs(self, level_of: np.ndarray, column_of: np.ndarray) -> None:
-        """Central differences at level_of[k] for column column_of[k], every pair in one batch."""
+    def _probe_points(self) -> np.ndarray:
+        """Points x + t·δ·p, t = ±1, ..., ±NOISE_REACH, on each of NOISE_LINES fixed random lines p (|p_j| in
+        [1/2, 1], random signs), δ = ε^(2/3)·max(|x_j|, 1): far below the scale of the steps, yet many units
+        in the last place of x, so that each point rounds differently. Seeded: a check is deterministic."""
+        generator = np.random.default_rng(0)
+        n = self.x.size
+        offsets = np.concatenate([np.arange(-NOISE_REACH, 0), np.arange(1, NOISE_REACH + 1)])
+        lines = []
+        for _ in range(NOISE_LINES):
+            direction = generator.choice((-1.0, 1.0), n) * generator.uniform(0.5, 1.0, n)
+            step = self.eps ** (2 / 3) * self.size * direction
+            lines.append(self.x.astype(np.float64)[None, :] + offsets[:, None] * step[None, :])
+        return np.concatenate(lines).astype(self.x.dtype)
+
+    def _measure_noise(self, samples: np.ndarray) -> None:
+        """f's rounding noise per output (ECnoise on each line, the larger of the lines), as a bound:
+        NOISE_BOUND standard deviations; and the outputs that are staircases at the probe's scale."""
+        lines = samples.reshape(NOISE_LINES, 2 * NOISE_REACH, -1)
+        centre = np.broadcast_to(self.value, (NOISE_LINES, 1, self.value.size))
+        # t = -NOISE_REACH, ..., NOISE_REACH in order, f(x) itself in the middle.
+        ordered = np.concatenate([lines[:, :NOISE_REACH], centre, lines[:, NOISE_REACH:]], axis=1)
+        sigma = np.fmax.reduce(noise_level(ordered), axis=0)
+        # Not finite: f left its domain on the probe; the a-priori rounding model stands alone.
+        self.measured = NOISE_BOUND * np.where(np.isfinite(sigma), sigma, 0.0)
+        # A staircase (round) is flat between jumps: most of its values at distinct points are equal, and the
+        # rest jump, all one way. Its "noise" is structure: autograd's 0 holds on each stair, the differences'
+        # slope across them. (Rounding noise that large intermediates quantize jumps both ways.)
+        steps = np.diff(ordered, axis=1)
+        flat = (steps == 0).sum(1) * 2 >= steps.shape[1]  # per line and output
+        one_way = (steps > 0).any(1) != (steps < 0).any(1)
+        self.staircase = (flat & one_way).any(0)
+
+    def amplification(self) -> float:
+        """The largest ratio, over the outputs, of the measured noise bound to ε·scale_i (0 where none)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = self.measured / (self.eps * self.scale())
+        ratio = ratio[np.isfinite(ratio)]
+        return float(ratio.max()) if ratio.size else 0.0
+
+    def noise(self, scale: np.ndarray | None = None) -> np.ndarray:
+        """Per output, a bound on the rounding error of one evaluation of f_i, shape (m,): the larger of
+        ε·scale_i (an accurately computed f_i) and the measured noise (rounding amplified inside f)."""
+        return np.maximum(self.eps * (self.scale() if scale is None else scale), self.measured)
+
+    def _pairs(self, level_of: np.ndarray, column_of: np.ndarray, extra: np.ndarray | None = None) -> np.ndarray:
+        """Central differences at level_of[k] for column column_of[k], every pair in one batch with the
+        extra points (rows of flat inputs), whose values are returned (outputs in float64)."""
         # The points are built in numpy, in x's dtype: IEEE addition rounds alike there and on any device.
         x = self.x
+        extra = np.empty((0, x.size), dtype=x.dtype) if extra is None else extra
         wanted = (self.h0 * 2.0 ** -level_of * self.size[column_of]).astype(x.dtype)
         h = ((x[column_of] + wanted) - x[column_of]).astype(np.float64)  # the steps x really receives
         usable = h != 0
         self.active[column_of[~usable]] = False  # the step rounded to zero: no smaller step exists
-        if not usable.any():
-            return
+        if not usable.any() and not len(extra):
+            return np.empty((0, self.value.size))
         used, level_of, h = column_of[usable], level_of[usable], h[usable]
         rows = h.size
         points = np.tile(x, (2 * rows, 1))
         points[np.arange(rows), used] += h.astype(x.dtype)
         points[np.arange(rows, 2 * rows), used] -= h.astype(x.dtype)
-        values = self.evaluate(torch.from_numpy(points).to(self.device)).cpu().numpy()
-        plus, minus = values[:rows], values[rows:]
+        values = self.evaluate(torch.from_numpy(np.concatenate([points, extra])).to(self.device)).cpu().numpy()
+        if not rows:
+            return values
+        plus, minus, extra_values = values[:rows], values[rows:2 * rows], values[2 * rows:]
         self._grow(int(level_of.max()) + 1)
         self.differences[level_of, used] = (plus - minus) / (2 * h)[:, None]
         self.gaps[level_of, used] = np.abs(plus + minus - 2 * self.value) / h[:, None]
@@ -699,6 +937,7 @@ class _Search:
         np.maximum.at(self.levels, used, level_of + 1)
         np.add.at(self.tried, used, 1)
         self.depth, self._chosen, self._windows = max(self.depth, int(level_of.max()) + 1), None, None
+        return extra_values
 
     def _grow(self, depth: int) -> None:
         """Room for `depth` levels in the per-level tables (NaN where a level is not computed)."""
@@ -748,9 +987,9 @@ class _Search:
             self._windows = self.windows()
         best, error, finest = self._windows
         size = 0.0 if rough is None else self.magnitude @ np.abs(np.where(np.isfinite(rough), rough, 0.0))
-        scale = self.base + size  # (m,)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rounding = self.eps * scale / np.abs(finest)
+        noise = self.noise(self.base + size)  # (m,)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            rounding = noise / np.abs(finest)
             uncertainty = error + rounding + self.tiny
             uncertainty = np.where(np.isfinite(uncertainty) & np.isfinite(best), uncertainty, np.inf)
             # Relative, not absolute: at coarse steps a fast-varying f can look flat, and a small garbage
@@ -766,7 +1005,7 @@ class _Search:
         settled = flat.all(0) & np.isfinite(best).any(0)
         relative = np.where(settled & (best == 0), 0.0, relative)
         window = relative.argmin(0)  # (n, m)
-        self._all = (best, uncertainty)
+        self._all = (best, uncertainty, relative)
         rows, columns = self.grid
         chosen = [best[window, rows, columns], error[window, rows, columns], uncertainty[window, rows, columns],
                   finest[window, rows, 0]]
@@ -797,7 +1036,7 @@ class _Search:
         stalled = (level - 2 - window) >= 2
         done = (judged & (precise | stalled)).all(1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            rounding = self.eps * self.scale()[None, :] / np.abs(self.h[level])[:, None]  # (n, m)
+            rounding = self.noise()[None, :] / np.abs(self.h[level])[:, None]  # (n, m)
         hopeless = (rounding > uncertainty).all(1)
         self.active &= ~(done | hopeless)
 
@@ -819,7 +1058,7 @@ class _Search:
         # The smallest step at which the rounding allowance stays a quarter of the mismatch, per column: a
         # window there can still contradict the chosen one by the mismatch.
         with np.errstate(divide="ignore"):
-            finest_step = np.where(mismatch > 0, 4 * self.safety * self.eps * self.scale()[None, :]
+            finest_step = np.where(mismatch > 0, 4 * self.safety * self.noise()[None, :]
                                    / np.maximum(mismatch, self.tiny), np.inf).min(1)
         depth = self.levels[columns]
         deepest = np.floor(np.log2(self.h0 * self.size[columns] / np.maximum(finest_step[columns], self.tiny)))
@@ -837,11 +1076,24 @@ class _Search:
         """Per element, the value and allowance (safety × uncertainty) of its column's witness window (the
         finest window of a column without a mismatch), (m, n)."""
         self._choose()
-        best, uncertainty = self._all
+        best, uncertainty, _ = self._all
         rows, columns = self.grid
         last = self.finest_window()[:, None]
         value, spread = best[last, rows, columns], uncertainty[last, rows, columns]
         return torch.from_numpy(np.ascontiguousarray(value.T)), torch.from_numpy(np.ascontiguousarray(self.safety * spread.T))
+
+    def independent(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per element, the value and uncertainty of the window that shares no step with the chosen one and
+        is least uncertain relative to its value, as the chosen one is (NaN and inf where there is none), (m, n)."""
+        window = self._choose()[-1]
+        best, uncertainty, relative = self._all
+        disjoint = np.abs(np.arange(best.shape[0])[:, None, None] - window[None]) >= 3
+        pick = np.where(disjoint & np.isfinite(uncertainty), relative, np.inf).argmin(0)
+        rows, columns = self.grid
+        found = disjoint[pick, rows, columns] & np.isfinite(uncertainty[pick, rows, columns])
+        value = np.where(found, best[pick, rows, columns], np.nan)
+        spread = np.where(found, uncertainty[pick, rows, columns], np.inf)
+        return torch.from_numpy(np.ascontiguousarray(value.T)), torch.from_numpy(np.ascontiguousarray(spread.T))
 
     def finest_window(self) -> np.ndarray:
         """Per column, the index (its first step) of the window confirm() chose as witness, else the finest."""
@@ -856,16 +1108,21 @@ class _Search:
         step k + 1 (a smooth f: h·f'' halves; a kink: the jump in slope stays), above rounding noise."""
         columns = np.arange(window.size)
         coarse, fine = self.gaps[window, columns], self.gaps[window + 1, columns]  # (n, m)
-        noise = 2 * self.eps * self.scale()[None, :] / np.abs(self.h[window + 1, columns])[:, None]
+        noise = 2 * self.noise()[None, :] / np.abs(self.h[window + 1, columns])[:, None]
         with np.errstate(invalid="ignore"):
             found = (fine > KINK_RATIO * coarse) & (fine > KINK_NOISE * noise)  # False where a level is missing
         return torch.from_numpy(np.ascontiguousarray(found.T))
 
 
-def _autograd_floor(jacobian: torch.Tensor, numerical: torch.Tensor, eps: float, safety: float) -> torch.Tensor:
-    """autograd's own rounding: ε times the scale of the entry's row and column, of either Jacobian."""
-    both = torch.maximum(jacobian.abs(), numerical.abs().nan_to_num(0.0))
-    return safety * eps * torch.maximum(both.amax(1, keepdim=True), both.amax(0, keepdim=True))
+def _autograd_floor(jacobian: torch.Tensor, numerical: torch.Tensor, relative: float, safety: float) -> torch.Tensor:
+    """autograd's own rounding: f's relative noise (ε, or more where f amplifies it) times the scale of the
+    entry's row and column, of either Jacobian's finite entries (a NaN or inf must not widen, or poison, the
+    allowance of its row and column; nan_to_num would turn inf into the largest float)."""
+    def finite(t: torch.Tensor) -> torch.Tensor:
+        return torch.where(torch.isfinite(t), t.abs(), torch.zeros_like(t))
+
+    both = torch.maximum(finite(jacobian), finite(numerical))
+    return safety * relative * torch.maximum(both.amax(1, keepdim=True), both.amax(0, keepdim=True))
 
 
 def _autograd_jacobian(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, mode: Mode, outputs: int,

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 import torch
 
 from .dtypes import dtype_name
@@ -284,6 +285,46 @@ def _richardson(
     best = rows[-1][-1]
     error = torch.maximum((best - rows[-1][-2]).abs(), (best - rows[-2][-1]).abs())
     return best.T, torch.stack(steps), error.T.contiguous()
+
+
+def noise_level(values: np.ndarray) -> np.ndarray:
+    """The rounding noise of f's outputs, measured from f at equally spaced points on a line (Moré & Wild's
+    ECnoise, "Estimating computational noise", SIAM J. Sci. Comput. 33(3), 2011).
+
+    values: (..., points, outputs), f at x + t·δ·p for t = 0, 1, ..., with δ far below the scale on which f
+    varies (leading dimensions: several lines at once). Returns (..., outputs): per output, the standard
+    deviation σ of the noise, in float64 (NaN where a sample is not finite).
+
+    For a smooth f the k-th differences of the samples shrink like δ^k; for noise of standard deviation σ,
+    γ_k·mean((Δ^k f)²) with γ_k = (k!)²/(2k)! stays σ² at every k. The estimate is the first σ_k from
+    which three consecutive levels agree within a factor 4 while the k-th differences change sign (noise,
+    not a smooth trend). Where no level qualifies (the smooth part dominates every order, or the samples
+    are too few), the smallest level of at least three differences is returned: an upper estimate, as a
+    smooth part only adds to it. Outputs that do not change at all have σ = 0. (numpy, not torch: a
+    dozen operations on a few numbers each, where torch's dispatch would cost more than the arithmetic.)
+    """
+    differences = np.asarray(values, dtype=np.float64)
+    points = differences.shape[-2]
+    if points < 4:
+        raise CheckInputError(f"a noise level needs at least 4 points on the line, got {points}")
+    gamma = 1.0
+    levels, both_signs = [], []
+    with np.errstate(invalid="ignore", over="ignore"):
+        for k in range(1, points):
+            differences = np.diff(differences, axis=-2)
+            gamma *= 0.5 * k / (2 * k - 1)
+            levels.append(np.sqrt(gamma * (differences**2).mean(-2)))
+            both_signs.append((differences.min(-2) < 0) & (differences.max(-2) > 0))
+        # Levels from at least three differences; three consecutive of them agreeing, with a sign change.
+        usable = points - 3
+        noise = np.min(levels[:usable], axis=0)
+        found = np.zeros(noise.shape, dtype=bool)
+        for k in range(usable):
+            window = np.stack(levels[k:k + 3])
+            agree = (window.max(0) <= 4 * window.min(0)) & both_signs[k] & ~found
+            noise = np.where(agree, levels[k], noise)
+            found |= agree
+    return noise
 
 
 class _Evaluator:

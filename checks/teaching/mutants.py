@@ -165,3 +165,89 @@ def structural_cases() -> list[Case]:
 def suite(deltas: tuple[float, ...] = DELTAS) -> list[Case]:
     """The correct ops, the scaled mutants and the structural mutants."""
     return [*correct_cases(), *scaled_cases(deltas), *structural_cases()]
+
+
+def noisy(f: Callable[..., object], k: float, seed: int) -> Callable[..., object]:
+    """f with its rounding amplified k times: each output multiplied by 1 + u·k·ε (ε of its dtype), u uniform
+    in [-1, 1] and drawn afresh at every evaluation from a generator seeded with `seed`. A model of what an
+    ill-conditioned f does on another machine (its last bits differ, by about cond·ε): a checker that is
+    right on every machine gives a correct backward pass or inconclusive under it, never fail.
+
+    The noise is detached (autograd's Jacobian is scaled by the same 1 + u·k·ε, a relative change of k·ε).
+    torch.func.vmap refuses the random draw, so f's points are evaluated one at a time."""
+    generator = torch.Generator().manual_seed(seed)
+
+    def perturbed(*inputs: torch.Tensor) -> object:
+        value = f(*inputs)
+        values = value if isinstance(value, (tuple, list)) else (value,)
+        noisy_values = []
+        for output in values:
+            if isinstance(output, torch.Tensor) and output.is_floating_point():
+                u = torch.rand(output.shape, generator=generator, dtype=torch.float64) * 2 - 1
+                factor = 1 + u * k * torch.finfo(output.dtype).eps
+                output = output * factor.to(output.dtype).to(output.device)
+            noisy_values.append(output)
+        return type(value)(noisy_values) if isinstance(value, (tuple, list)) else noisy_values[0]
+
+    return perturbed
+
+
+@dataclass(frozen=True)
+class HardCase:
+    """A function whose derivative is hard to estimate numerically, with a correct and a wrong backward."""
+
+    name: str
+    right: Function
+    wrong: Function
+    x: tuple[float, ...]
+    dtype: torch.dtype
+
+    def input(self) -> torch.Tensor:
+        return torch.tensor(self.x, dtype=self.dtype)
+
+
+def _near_singular_inverse_sum(x: torch.Tensor) -> torch.Tensor:
+    a = torch.tensor(((1.0, 1.0), (1.0, 1.0 + 1e-6)), dtype=x.dtype, device=x.device)  # condition number ≈ 4e6
+    return torch.linalg.inv(a + torch.diag(x)).sum()
+
+
+def _inverse_backward(first: float | None) -> Derivative:
+    def backward(x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+        leaf = x.detach().clone().requires_grad_(True)
+        with torch.enable_grad():
+            (gradient,) = torch.autograd.grad(_near_singular_inverse_sum(leaf), leaf)
+        if first is not None:
+            gradient = torch.cat([torch.tensor([first], dtype=x.dtype, device=x.device), gradient[1:]])
+        return g * gradient
+    return backward
+
+
+def hard_cases() -> list[HardCase]:
+    """The cases of "How good is a gradient check?" where the estimate is hard: a function that changes on a
+    scale far below the default step (float64), fast oscillations in float32, and a near-singular matrix whose
+    inverse amplifies f's rounding by its condition number (float64)."""
+    def times(forward: Function, derivative: Function, factor: float, name: str) -> Function:
+        return mutant(forward, lambda x, g: factor * g * derivative(x), name)
+
+    X4 = MIXED
+    smooth = [
+        ("tanh(1e4·x) at 1e-5, backward × 2", lambda x: torch.tanh(1e4 * x),
+         lambda x: 1e4 * (1 - torch.tanh(1e4 * x) ** 2), 2.0, (1e-5,), torch.float64),
+        ("tanh(1e4·x) at 1e-5, backward × 0", lambda x: torch.tanh(1e4 * x),
+         lambda x: 1e4 * (1 - torch.tanh(1e4 * x) ** 2), 0.0, (1e-5,), torch.float64),
+        ("sin(100·x), sign flipped", lambda x: torch.sin(100 * x), lambda x: 100 * torch.cos(100 * x), -1.0, X4,
+         torch.float32),
+        ("sin(1000·x), sign flipped", lambda x: torch.sin(1000 * x), lambda x: 1000 * torch.cos(1000 * x), -1.0, X4,
+         torch.float32),
+        ("tanh(20·x), backward 10 % too large", lambda x: torch.tanh(20 * x),
+         lambda x: 20 * (1 - torch.tanh(20 * x) ** 2), 1.1, X4, torch.float32),
+        ("sin(50·x), backward 10 % too large", lambda x: torch.sin(50 * x), lambda x: 50 * torch.cos(50 * x), 1.1, X4,
+         torch.float32),
+    ]
+    cases = [HardCase(name, times(forward, derivative, 1.0, "Right"), times(forward, derivative, factor, "Wrong"),
+                      x, dtype) for name, forward, derivative, factor, x, dtype in smooth]
+    right = mutant(_near_singular_inverse_sum, _inverse_backward(None), "Inverse")
+    cases += [HardCase(f"inv(A + diag(x)).sum(), A near-singular, first element {first:g}", right,
+                       mutant(_near_singular_inverse_sum, _inverse_backward(first), "Inverse"), (0.0, 0.0),
+                       torch.float64) for first in (7.0, 0.0)]
+    return cases
