@@ -88,8 +88,12 @@ class Projection:
         self.rounding_scale = (value.abs() @ self._v.abs()).cpu().numpy()
 
     def __call__(self, s: torch.Tensor) -> torch.Tensor:
+        # The point is made for this call alone: f needs no copy of it.
         point = (self._x + self._u @ s.to(torch.float64)).to(self.dtype)
-        return self.inner(point).to(torch.float64) @ self._v
+        return self.inner.at_points(point).to(torch.float64) @ self._v
+
+    def at_points(self, s: torch.Tensor) -> torch.Tensor:
+        return self(s)
 
     def outputs_at(self, s: torch.Tensor) -> list[torch.Tensor]:
         return [self(s)]
