@@ -1341,7 +1341,8 @@ def _finite(t: torch.Tensor) -> torch.Tensor:
 
 
 def _difference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    difference = np.subtract(a.numpy(), b.numpy())
+    with np.errstate(invalid="ignore"):  # inf - inf is NaN, as in torch, without a warning
+        difference = np.subtract(a.numpy(), b.numpy())
     return torch.from_numpy(np.abs(difference, out=difference))
 
 
