@@ -110,3 +110,14 @@ def test_a_non_finite_backward_never_passes(dtype: torch.dtype, value: float) ->
     report = check_jacobian(mutant(torch.sin, backward, "NonFinite"), torch.tensor(X, dtype=dtype), fast=True)
     assert report.outcome == "fail", report.message()
 
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=NAMES.get)
+def test_noise_never_fails_a_correct_backward(dtype: torch.dtype) -> None:
+    # f's rounding amplified k times (as tests/test_checker_noise.py injects it): the correct ops of the
+    # mutant suite come out pass or inconclusive in fast mode, never fail.
+    from checks.teaching.mutants import correct_cases, noisy
+
+    failed = [(case.name, k, seed) for case in correct_cases() for k in (10.0, 1e3, 1e6) for seed in range(3)
+              if check_jacobian(noisy(case.f, k, seed), case.input(dtype), fast=True).outcome == "fail"]
+    assert failed == []
