@@ -3,11 +3,15 @@
 Run from the repository root: `python benchmarks/build.py [--repeat N]`. It copies the working tree's
 files (tracked, and untracked ones git does not ignore) to two scratch folders, so the working tree's own
 _build is left alone: the book as it is, and the floor book, the same book with every executed chapter cut
-to its title and one `import torch, checks` cell, built one chapter after another (CHECKS_BUILD_PROCESSES=1):
-kernel starts, imports and Sphinx, no checks. It prints the clean build and the floor (the fastest of N
-clean builds each, alternated), their ratio, the no-change rebuild, the rebuilds after editing one chapter and after
-editing `checks` (with how many chapters each executed), the clean build's execution time per chapter, and
-the load average, since the machine may be shared. Timings are printed, never asserted.
+to its title and one `import torch, checks` cell: kernel starts, imports and Sphinx, no checks. The floor is
+built twice, one chapter after another (CHECKS_BUILD_PROCESSES=1) and several at a time as the book is (the
+default, one kernel per core): the parallel floor is what the book's own build is held to. The book is built
+clean twice: with its cache folder (checks.cached, .checks-cache) emptied first, then again, reading back
+what the first stored, as a contributor's clean build does. It prints both clean builds and both floors (the
+fastest of N clean builds each, alternated), the clean builds' ratios to the floors, the no-change rebuild,
+the rebuilds after editing one chapter and after editing `checks` (with how many chapters each executed),
+the clean build's execution time per chapter, and the load average, since the machine may be shared.
+Timings are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import time
 from pathlib import Path
 
 from myst_nb.core.read import is_myst_markdown_notebook
+
+from checks.build.sphinxext import CACHE_FOLDER
 
 ROOT = Path(__file__).resolve().parents[1]
 JUPYTER_BOOK = str(Path(sys.executable).with_name("jupyter-book"))
@@ -95,29 +101,42 @@ def main() -> None:
         floor_book = copy_book(Path(scratch) / "floor")
         cut = cut_to_floor(floor_book)
         book = copy_book(Path(scratch) / "book")
-        floors, cleans = [], []
-        for _ in range(arguments.repeat):  # alternated, so a change in the machine's load hits both alike
+        floors, parallel_floors, colds, warms = [], [], [], []
+        for _ in range(arguments.repeat):  # alternated, so a change in the machine's load hits all alike
             floors.append(clean_build(floor_book, processes=1))
-            cleans.append(clean_build(book))
+            parallel_floors.append(clean_build(floor_book))
+            shutil.rmtree(book / CACHE_FOLDER, ignore_errors=True)
+            colds.append(clean_build(book))
+            warms.append(clean_build(book))  # checks.cached reads back what the cold build stored
         floor, _ = min(floors)
-        clean, clean_log = min(cleans)
-        unchanged, log = build(book)
+        parallel_floor, parallel_log = min(parallel_floors)
+        cold, cold_log = min(colds)
+        clean, clean_log = min(warms)
+        unchanged, log = min(build(book) for _ in range(3))
         reread = "reading sources... [" in log
         edited_chapter = "small-function"
         touch(book / "book" / f"{edited_chapter}.md")
         one_chapter, one_log = build(book)
-        touch(book / "checks" / "records.py")
+        touch(book / "checks" / "__init__.py")  # any edit of the package changes the fingerprint
         checks_edit, checks_log = build(book)
     chapters = chapter_times(clean_log)
     processes = re.search(r"\((\d+) at a time\)", clean_log)
     print(f"load average (1, 5, 15 min): before {', '.join(f'{x:.2f}' for x in load_before)}; "
           f"after {', '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores")
     print(f"clean build:                  {clean:6.1f} s ({len(chapters)} chapters executed, "
-          f"{processes.group(1) if processes else '?'} at a time{every_run(cleans)})")
-    print(f"floor (sequential):           {floor:6.1f} s ({cut} chapters cut to one `import torch, checks` cell"
-          f"{every_run(floors)})")
-    print(f"ratio clean / floor:          {clean / floor:6.2f}")
-    print(f"no-change rebuild:            {unchanged:6.1f} s (documents re-read: {'yes' if reread else 'none'})")
+          f"{processes.group(1) if processes else '?'} at a time, checks.cached results of the build below read "
+          f"back{every_run(warms)})")
+    print(f"clean build, cold cache:      {cold:6.1f} s (no {CACHE_FOLDER}: every cached result computed"
+          f"{every_run(colds)})")
+    print(f"floor (sequential):           {floor:6.1f} s ({cut} chapters cut to one `import torch, checks` cell, "
+          f"one at a time{every_run(floors)})")
+    floor_processes = re.search(r"\((\d+) at a time\)", parallel_log)
+    print(f"floor (parallel):             {parallel_floor:6.1f} s (the same, "
+          f"{floor_processes.group(1) if floor_processes else '?'} at a time{every_run(parallel_floors)})")
+    print(f"ratio clean / parallel floor: {clean / parallel_floor:6.2f} (cold cache: {cold / parallel_floor:.2f})")
+    print(f"ratio clean / sequential floor: {clean / floor:4.2f} (cold cache: {cold / floor:.2f})")
+    print(f"no-change rebuild:            {unchanged:6.1f} s (fastest of 3; documents re-read: "
+          f"{'yes' if reread else 'none'})")
     print(f"rebuild after editing {edited_chapter}: {one_chapter:6.1f} s "
           f"(chapters executed: {', '.join(name for name, _ in chapter_times(one_log)) or 'none'})")
     print(f"rebuild after editing checks: {checks_edit:6.1f} s "

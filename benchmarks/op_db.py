@@ -1,7 +1,7 @@
 """Benchmark (a script, not a test): this checker and gradcheck over torch's own operator database.
 
     PYTHONPATH=$PWD python benchmarks/op_db.py [--limit N] [--ops name,name] [--dtypes float64,float32]
-        [--repeat 3] [--fast] [--samples N] [--mode forward] [--order 2]
+        [--repeat 3] [--fast] [--samples N] [--mode forward] [--order 2] [--tuned]
 
 torch.testing._internal.common_methods_invocations.op_db lists torch's operators with sample inputs (it
 needs the expecttest package). For each differentiable op with a real float64 sample: the first sample
@@ -21,7 +21,9 @@ fails, median and total seconds per check for both (each check timed as the fast
 the two checkers alternated); then every sample either flagged, with its largest relative difference (and,
 for a fail, its worst element), and the ops whose batched evaluation (torch.func.vmap) disagreed with a
 plain call of f. Timings depend on the machine; read them as ratios. --limit takes every k-th op so that
-a short run still spans the alphabet (it says so).
+a short run still spans the alphabet (it says so). --tuned also runs gradcheck at the setting tuned with
+hindsight on the mutant suite (checks.teaching.sensitivity.tune_gradcheck), per dtype, and lists the ops it
+flags: whether a setting tuned on one suite carries over to torch's own operators.
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ class Row:
     note: str
     sample: str = "sample 0"
     worst: str = ""  # the worst failing element, as the report's message names it
+    tuned: str = ""  # gradcheck at the setting tuned on the mutant suite (--tuned), else ""
 
 
 def samples(limit: int | None, names: set[str] | None):
@@ -205,19 +208,20 @@ class Settings:
     mode: str = "reverse"
     order: int = 1
 
-    def gradcheck(self, f, leaves: tuple[torch.Tensor, ...]) -> bool:
-        """gradcheck (order 1) or gradgradcheck (order 2) asked the same question; raises GradcheckError."""
+    def gradcheck(self, f, leaves: tuple[torch.Tensor, ...], **options: float) -> bool:
+        """gradcheck (order 1) or gradgradcheck (order 2) asked the same question, at its defaults or at the
+        eps, atol and rtol given; raises GradcheckError."""
         if self.order == 2:
             return torch.autograd.gradgradcheck(f, leaves, check_fwd_over_rev=self.mode == "forward",
                                                 check_rev_over_rev=self.mode == "reverse", fast_mode=self.fast,
-                                                check_undefined_grad=self.mode == "reverse")
+                                                check_undefined_grad=self.mode == "reverse", **options)
         return torch.autograd.gradcheck(f, leaves, fast_mode=self.fast, check_forward_ad=self.mode == "forward",
                                         check_backward_ad=self.mode == "reverse",
-                                        check_undefined_grad=self.mode == "reverse")
+                                        check_undefined_grad=self.mode == "reverse", **options)
 
 
 def run(name: str, f, inputs: list[torch.Tensor], dtype: torch.dtype, repeat: int,
-        settings: Settings = Settings(), sample: str = "sample 0") -> Row | None:
+        settings: Settings = Settings(), sample: str = "sample 0", tuned: dict[str, float] | None = None) -> Row | None:
     xs = [t.to(dtype) for t in inputs]
     try:
         with torch.no_grad():
@@ -245,11 +249,12 @@ def run(name: str, f, inputs: list[torch.Tensor], dtype: torch.dtype, repeat: in
         except Exception as error:  # noqa: BLE001 - a refusal (e.g. f not finite at the sample) is a result too
             return "error", f"{type(error).__name__}: {str(error).splitlines()[0][:120]}", 0.0, "", ""
 
-    def theirs() -> str:
+    def theirs(**options: float) -> str:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # gradcheck warns for every float32 input; that is the comparison
             try:
-                return "pass" if settings.gradcheck(f, tuple(x.clone().requires_grad_(True) for x in xs)) else "fail"
+                return "pass" if settings.gradcheck(f, tuple(x.clone().requires_grad_(True) for x in xs),
+                                                    **options) else "fail"
             except Exception:  # noqa: BLE001 - GradcheckError, or gradcheck refusing the op
                 return "fail"
 
@@ -264,7 +269,7 @@ def run(name: str, f, inputs: list[torch.Tensor], dtype: torch.dtype, repeat: in
         gradcheck = theirs()
         theirs_times.append(time.perf_counter() - start)
     return Row(name, str(dtype).removeprefix("torch."), sum(x.numel() for x in xs), verdict, min(ours_times),
-               gradcheck, min(theirs_times), relative, summary, note, sample, worst)
+               gradcheck, min(theirs_times), relative, summary, note, sample, worst, theirs(**tuned) if tuned else "")
 
 
 def main() -> None:
@@ -279,9 +284,20 @@ def main() -> None:
     parser.add_argument("--mode", choices=("reverse", "forward"), default="reverse")
     parser.add_argument("--order", type=int, choices=(1, 2), default=1,
                         help="2: second derivatives (check_jacobian's order=2 against gradgradcheck)")
+    parser.add_argument("--tuned", action="store_true", help="also gradcheck at the setting tuned on the mutant suite")
     args = parser.parse_args()
     dtypes = [getattr(torch, name) for name in args.dtypes.split(",")]
     settings = Settings(args.fast, args.mode, args.order)
+    tuned: dict[str, dict[str, float]] = {}
+    if args.tuned:
+        from checks.teaching.mutants import suite
+        from checks.teaching.sensitivity import tune_gradcheck
+
+        for dtype in dtypes:
+            tuning = tune_gradcheck(suite(), dtype)
+            tuned[tuning.dtype] = vars(tuning.setting)
+            print(f"gradcheck tuned on the mutant suite, {tuning.dtype}: {tuning.setting.words()} "
+                  f"({tuning.false_alarms} false alarms, {tuning.detections} of {tuning.mutants} detected there)")
     cases = list(labelled_samples(args.limit, set(filter(None, args.ops.split(","))), args.samples, args.mode,
                                   args.order))
     ops = len({name for name, *_ in cases})
@@ -294,7 +310,8 @@ def main() -> None:
     check_jacobian(torch.sin, warm, fast=args.fast, mode=args.mode, order=args.order)
     settings.gradcheck(torch.sin, (warm.clone().requires_grad_(True),))
     rows = [row for dtype in dtypes for name, f, inputs, which in cases
-            if (row := run(name, f, inputs, dtype, args.repeat, settings, which)) is not None]
+            if (row := run(name, f, inputs, dtype, args.repeat, settings, which,
+                           tuned.get(str(dtype).removeprefix("torch.")))) is not None]
     print(f"skipped (random, sparse, no floating output, or refusing the dtype): "
           f"{len(cases) * len(dtypes) - len(rows)} sample-dtype pairs")
     print(f"\n{'dtype':<9}{'checks':>7}{'ours pass':>11}{'fail':>6}{'inconcl.':>10}{'error':>7}"
@@ -330,6 +347,10 @@ def main() -> None:
         both = [f"{row.op} ({row.sample})" for row in alarms if row.gradcheck == "fail"]
         print(f"False alarms in {dtype} (fails outside the known imprecisions): {len(alarms)} "
               f"{[f'{row.op} ({row.sample})' for row in alarms]}; of them failed by gradcheck too: {len(both)} {both}")
+        if tuned:
+            flagged = [f"{row.op} ({row.sample})" for row in rows
+                       if row.dtype == dtype and row.tuned == "fail" and not _known(row.op, settings)]
+            print(f"  gradcheck tuned on the mutant suite ({dtype}), the same: {len(flagged)} {flagged}")
 
 
 def _by_mode(settings: Settings) -> dict[str, str]:

@@ -52,7 +52,9 @@ _TEACHING = {
     "captured": "teaching.witness",
     "run_script": "teaching.witness",
 }
-_MODULES = {**_LIBRARY, **_TEACHING}
+# The book's build: a chapter's heavy result computed once per fingerprint and chapter text.
+_BUILD = {"cached": "build.cache"}
+_MODULES = {**_LIBRARY, **_TEACHING, **_BUILD}
 
 
 def __getattr__(name: str) -> Any:

@@ -102,6 +102,16 @@ def test_compare_reports_where_and_by_how_much() -> None:
     assert not nan.passed
 
 
+def test_the_worst_element_reported_is_a_mismatched_one() -> None:
+    # The greatest absolute difference (index 1) is inside its allowance, being relative to a large value;
+    # the only element outside is index 0, and that is the one the record must point at.
+    tolerance = checks.default_tolerance("float64").changed(rtol=1e-3, atol=0.0, reason="test")
+    result = compare(torch.tensor([1.01, 1000.5]), torch.tensor([1.0, 1000.0]), tolerance)
+    assert result.mismatched == 1 and result.worst_index == (0,)
+    assert result.abs_error == pytest.approx(0.5)  # still the greatest over all, as torch.testing reports it
+    assert "Greatest absolute difference: 0.5 at index (1,)" in result.message
+
+
 def test_compare_judges_infinities_and_nan_as_torch_isclose_does() -> None:
     # sqrt'(0) is +inf: an expected infinity matches the same infinity only, never a finite number or the other sign.
     tolerance = checks.default_tolerance("float64")

@@ -81,20 +81,28 @@ def test_solutions_are_executed_and_reach_the_ledger(book_html: Path, chapter: s
         assert not missing, f"{chapter}, {title}: solution checks missing from the ledger: {missing}"
 
 
+def unanswered(exercise: Tag, solution: Tag) -> list[str]:
+    """The solution's records that check a function or an input the exercise does not name."""
+    named = {code.get_text() for code in exercise.find_all("code")}
+    named |= set(re.findall(r'function="([^"]+)"', " ".join(code_cells(exercise))))
+    inputs = stated_inputs(exercise)
+    found = []
+    for record in embedded_records(solution):
+        if record["function"] not in named:
+            found.append(f"solution checks {record['function']!r}, the exercise names {sorted(named)}")
+        x = torch.tensor(record["x"], dtype=torch.float64)
+        # A record keeps its input as its dtype holds it (0.1 in float16 is 0.0999755859375).
+        rounded = [stated.to(getattr(torch, record["dtype"])).double() for stated in inputs]
+        if not any(x.shape == stated.shape and torch.equal(x, stated) for stated in rounded):
+            found.append(f"solution checks x={record['x']}, not an input the exercise states")
+    return found
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_each_solution_checks_the_function_and_input_its_exercise_names(book_html: Path, chapter: str) -> None:
     for exercise, solution in exercises(page(book_html, f"{chapter}.html")):
         title = exercise.select_one(".admonition-title").get_text(strip=True)
-        named = {code.get_text() for code in exercise.find_all("code")}
-        named |= set(re.findall(r'function="([^"]+)"', " ".join(code_cells(exercise))))
-        inputs = stated_inputs(exercise)
-        for record in embedded_records(solution):
-            assert record["function"] in named, f"{chapter}, {title}: solution checks {record['function']!r}, the exercise names {sorted(named)}"
-            x = torch.tensor(record["x"], dtype=torch.float64)
-            # A record keeps its input as its dtype holds it (0.1 in float16 is 0.0999755859375).
-            rounded = [stated.to(getattr(torch, record["dtype"])).double() for stated in inputs]
-            assert any(x.shape == stated.shape and torch.equal(x, stated) for stated in rounded), \
-                f"{chapter}, {title}: solution checks x={record['x']}, not an input the exercise states"
+        assert not unanswered(exercise, solution), f"{chapter}, {title}: {unanswered(exercise, solution)}"
 
 
 def test_the_first_chapter_lets_the_reader_fill_in_a_blank_and_be_judged(book_html: Path) -> None:

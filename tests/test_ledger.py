@@ -138,6 +138,9 @@ def test_command_line_lists_unexpected_failures_and_unexpected_passes(
     out = capsys.readouterr().out
     assert "- unexpected failure: x*x at x=3" in out and "Gradients are not close!" in out
     assert "- unexpected pass: x*x at x=3" in out and "declared expected_failure=True, but it passed" in out
+    # Each says what was expected, from which formula, and what was observed.
+    assert "    expected 9, from the formula 3*x (" in out and "    observed 6\n" in out
+    assert "    expected 6, from the formula 2*x (" in out
 
 
 def stamped(tmp_path: Path, change) -> Path:
@@ -193,6 +196,8 @@ MALFORMED = {
     "another numpy": _set("fingerprint", "numpy", "0.1"),
     "a chapter's source edited since": _set("chapter", "source_sha256", "0" * 64),
     "a chapter's source gone": _set("chapter", "source", "gone.md"),
+    "left_out not a list": _set("build", "left_out", "book/stray.md"),
+    "a check without its formula": _set("check", "gradient_formula", DELETE),
 }
 
 
@@ -217,6 +222,8 @@ PROBLEMATIC = {
     "a check from a page the build did not execute": (_set("check", "page", "book/b.html"),
                                                       "which the build did not execute"),
     "the same check twice": (lambda data: data["checks"].append(dict(data["checks"][0])), "in the ledger 2 times"),
+    "a chapter the table of contents leaves out": (_set("build", "left_out", ["book/stray.md"]),
+                                                   "book/stray.md is not in the book's table of contents"),
 }
 
 
@@ -319,3 +326,13 @@ def test_a_pass_whose_expected_outcome_is_no_gradient_verifies(tmp_path: Path,
 
     nothing = replace(run(SQUARE), analytical_gradient=None, observed_gradient=None)  # x.grad stays None
     assert main([str(write(tmp_path, entries(nothing)))]) == 0
+
+
+def test_a_problem_of_many_numbers_is_told_by_its_first_last_and_worst_elements() -> None:
+    wrong_sum = checks.Expectation("(x*x).sum()", lambda x: (x * x).sum(), "ones_like(x)", torch.ones_like, "a slip")
+    (record,) = checks.plan(wrong_sum, [float(n) for n in range(20)], dtypes=("float64",)).run()
+    lines = ledger.describe_problem(record.to_dict(), "unexpected failure", "chapter 'A'")
+    assert lines[0] == "unexpected failure: (x*x).sum() at x=tensor of shape (20,) (float64 on cpu, stored) in chapter 'A'"
+    assert lines[1] == "    expected 20 values [1, 1, 1, ..., 1, 1], from the formula ones_like(x) (a slip)"
+    assert lines[2] == "    observed 20 values [0, 2, 4, ..., 36, 38]"
+    assert lines[3] == "    worst element at index (19,): expected 1, observed 38"

@@ -44,10 +44,32 @@ def test_gradcheck_and_assert_gradients_side_by_side(book_html: Path) -> None:
     assert said["Swish (correct)", "float32"]["checks.assert_gradients"] == "pass"
     assert said["SwishBuggy", "float64"]["checks.assert_gradients"] == "fail"
     assert said["SwishBuggy", "float32"]["checks.assert_gradients"] == "fail"
-    assert said["SwishBuggy", "float64"]["torch.autograd.gradcheck"] == "fail"
+    assert said["SwishBuggy", "float64"]["gradcheck"] == "fail"
+    # Every comparison has gradcheck at its defaults (slow and fast) and tuned per dtype.
+    assert all({"gradcheck", "gradcheck (fast)", "gradcheck (tuned)"} <= set(row) for row in said.values())
     text = _text(soup)
-    gc32 = said["Swish (correct)", "float32"]["torch.autograd.gradcheck"]
-    assert f"In float32, gradcheck says {gc32} for the correct backward" in text
+    row32 = said["Swish (correct)", "float32"]
+    assert (f"In float32, gradcheck at its defaults says {row32['gradcheck']} for the correct backward (fast "
+            f"mode: {row32['gradcheck (fast)']} )") in text
+    tuned = f"at the tuned float32 setting ( {_setting(text)} ) it says {row32['gradcheck (tuned)']} for the correct"
+    assert tuned in text and f"and {said['SwishBuggy', 'float32']['gradcheck (tuned)']} for the buggy one" in text
+
+
+def _setting(text: str) -> str:
+    """The float32 setting the chapter found, as glued into its prose."""
+    import re
+
+    found = re.search(r"at the tuned float32 setting \( (eps=\S+, atol=\S+, rtol=\S+) \)", text)
+    assert found, "the tuned float32 setting is not stated"
+    return found.group(1)
+
+
+def test_the_float32_and_float64_advice_agrees_with_how_good(book_html: Path) -> None:
+    text = _text(page(book_html, PAGE))
+    assert "should check in float64 beside it" in text
+    assert "The test file below runs every test in both" in text
+    how_good = " ".join(main_text(page(book_html, "book/how-good-is-a-check.html")).split())
+    assert "check it in float64 too" in how_good
 
 
 def test_the_witnessed_records_reach_the_page_and_the_inconclusive_case_is_explained(book_html: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 import torch
 import yaml
 
-from checks.build.reader import environment_line, insert_after_title
+from checks.build.reader import FAVICON, environment_line, insert_after_title
 from checks.core.devices import available_devices
 
 from .helpers import page
@@ -46,6 +46,15 @@ def test_every_page_states_the_environment_that_built_it(book_html: Path, name: 
     # The tests run under the interpreter and torch that built the book (conftest builds it from here).
     assert f"Python {platform.python_version()}" in text and f"PyTorch {torch.__version__}" in text
     assert [device for device in available_devices() if f"{device} (" in text] == available_devices()
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_page_declares_an_icon_the_site_serves(book_html: Path, name: str) -> None:
+    # Without one, a browser asks the site for /favicon.ico, which it lacks: a 404 on every page.
+    icons = page(book_html, f"{name}.html").select('link[rel~="icon"][href]')
+    assert len(icons) == 1, f"{name}: {len(icons)} icons declared"
+    served = (book_html / name).parent / urlsplit(icons[0]["href"]).path
+    assert served.is_file() and served.read_bytes() == FAVICON.read_bytes(), f"{name}: the icon {icons[0]['href']} is not served"
 
 
 @pytest.mark.parametrize("name", PAGES)

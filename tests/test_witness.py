@@ -86,9 +86,32 @@ def test_how_that_cannot_be_inferred_is_refused_and_can_be_named() -> None:
     record = numerical.run((central, "numerical"))[0]
     assert record.how == "numerical" and record.passed
     assert record.tolerance == numerical[0].tolerance.to_dict()  # the plan's numerical allowance, not autograd's
-    both = checks.witness(SQUARE, 3.0, stored, (central, "numerical"), devices="cpu")
-    assert both.one(how="numerical").tolerance == record.tolerance
+    both = checks.witness(SQUARE, 3.0, stored, (central, "numerical"), devices="cpu", step=1e-6)
     assert both.one(how="stored").tolerance == checks.default_tolerance("float64").to_dict()
+
+
+def test_a_numerical_witness_records_the_step_its_code_used_or_none() -> None:
+    h = 1e-6
+
+    def central(x):
+        with torch.no_grad():
+            return (SQUARE.f(x + h) - SQUARE.f(x - h)) / (2 * h)
+
+    # checks cannot read the step off the code: without step= or a tolerance, it says so instead of
+    # deriving an allowance at a step of its own.
+    with pytest.raises(checks.CheckInputError, match="cannot see the step your numerical code used"):
+        checks.witness(SQUARE, 3.0, central, how="numerical", devices="cpu")
+    record = checks.witness(SQUARE, 3.0, central, how="numerical", devices="cpu", step=h).one()
+    assert record.step == h and record.method == "central" and record.passed
+    assert f"h = {h:.3g}" in record.tolerance["reason"] and "the step your code used" in record.tolerance["reason"]
+    assert record.tolerance == checks.numerical_tolerance("float64", "central", step=h, f_scale=9.0,
+                                                          gradient_scale=6.0, derivative_scale=6.0).to_dict() | {
+        "reason": record.tolerance["reason"]}
+    given = checks.default_tolerance("float64").changed(atol=1e-8, reason="a bound written by hand")
+    without = checks.witness(SQUARE, 3.0, central, how="numerical", devices="cpu", tolerance=given).one()
+    assert without.step is None and without.tolerance["atol"] == 1e-8
+    with pytest.raises(checks.CheckInputError, match="no code here is named how='numerical'"):
+        checks.witness(SQUARE, 3.0, stored, devices="cpu", step=h)
 
 
 def test_a_comment_naming_autograd_grad_says_nothing_about_how() -> None:
@@ -188,6 +211,18 @@ def test_a_script_of_passes_on_one_leaf_records_accumulation_and_a_captured_erro
     assert "<td>a second backward() adds</td>" in html  # the script's name is not repeated in the table
     assert "checks-failure" in html and "application/vnd.checks.records+json" in html
     assert results.one(what="a second backward() adds").observed_gradient == 12.0
+
+
+def test_an_expected_python_number_is_read_in_float64_not_rounded_to_float32() -> None:
+    def step(x, see):
+        with torch.no_grad():
+            x -= 0.6  # one step of a hand-written update: x = 2.4
+        (x * x).backward()
+        see(x.grad, expected=2 * (3.0 - 0.6), what="2x at 2.4, written as a Python number")
+
+    record = checks.run_script(step, x=3.0, expectation=SQUARE, devices="cpu")[0]
+    assert record.analytical_gradient == 2 * (3.0 - 0.6)  # 4.8 in float64, not float32's 4.800000190734863
+    assert record.abs_error <= 1e-15 and record.passed
 
 
 def test_an_error_that_does_not_come_or_differs_is_an_unexpected_failure() -> None:

@@ -5,7 +5,8 @@ anchor on that page, and its outcome (the verdict read with the expected-failure
 extension collects the entries as the chapters execute (checks.teaching.records) and writes ledger.json:
 
     {"build": {"finished": true, "fingerprint": {...}, "sources": the source folder relative to this one,
-     "chapters": [{"chapter", "page", "source", "source_sha256", "executed", "execution"}, ...]},
+     "chapters": [{"chapter", "page", "source", "source_sha256", "executed", "execution"}, ...],
+     "left_out": [source files the table of contents leaves out, which were not built]},
      "checks": [entry, ...]}
 
 `python -m checks` reads it back (read), refuses one that is malformed or does not match the sources
@@ -26,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import CheckInputError
-from ..teaching.display import (HOW_WORDS, RECORDS_MIME, allowance_at, cell_text, mismatched_indices, percent,
-                                vector_html)
+from ..teaching.display import (HOW_WORDS, RECORDS_MIME, allowance_at, cell_text, format_value, mismatched_indices,
+                                percent, vector_html)
 from ..teaching.records import PROBLEMS, WEAK_ABOVE, Record, is_weak
 from .fingerprint import components, digest as json_digest
 
@@ -121,9 +122,10 @@ def write(path: Path, entries: Sequence[Entry], build: dict[str, Any]) -> None:
 REQUIRED: dict[str, type | tuple[type, ...]] = {
     "id": str, "check": str, "chapter": str, "page": str, "anchor": str, "function": str, "dtype": str,
     "device": str, "how": str, "verdict": str, "outcome": str, "message": str, "expected_failure": bool,
-    "executed": bool, "x": (int, float, list, dict),
+    "executed": bool, "x": (int, float, list, dict), "gradient_formula": str, "derivative_source": str,
     # None: a pass whose expected outcome is no gradient at all (x.grad stays None, checks.witness).
     "analytical_gradient": (int, float, list, dict, type(None)),
+    "observed_gradient": (int, float, list, dict, type(None)),
     # None: no expected element is non-zero (or none was expected); checks.core.compare.detectable.
     "detectable_relative_error": (int, float, type(None)),
 }
@@ -176,6 +178,9 @@ def read(path: str | Path) -> Ledger:
                               f"stamp; rebuild the book")
     for number, chapter in enumerate(build["chapters"]):
         _require_shape(chapter, CHAPTER_KEYS, f"{path}: chapter {number} of the build stamp")
+    left_out = build.get("left_out", [])
+    if not (isinstance(left_out, list) and all(isinstance(source, str) for source in left_out)):
+        raise CheckInputError(f"{path}: the build stamp's left_out is {left_out!r}; expected a list of source files")
     for number, item in enumerate(entries):
         _require_shape(item, REQUIRED, f"{path}: check {number}")
         if item["verdict"] not in ("pass", "fail"):
@@ -255,6 +260,9 @@ def verify(found: Ledger) -> list[str]:
         if "succeeded" not in chapter["execution"]:
             lines.append(f"- {chapter['chapter']} [{page}]: execution {chapter['execution']}; checks after the "
                          f"error never ran")
+    for source in found.build.get("left_out", []):
+        lines.append(f"- {source} is not in the book's table of contents (_toc.yml): it was not built, and none "
+                     f"of its checks ran")
     for page in sorted(set(per_page) - set(stamped)):
         lines.append(f"- {per_page[page]} checks in the ledger name {page}, which the build did not execute")
     # The same check may run in two chapters (its id is an anchor on its own page), not twice in one.
@@ -316,14 +324,71 @@ def _where(item: Entry) -> str:
 
 
 def _described(item: Entry, outcome: str) -> list[str]:
-    """An unexpected failure or pass: what, where, and its discrepancy."""
-    lines = [f"- {outcome}: {item['check']} ({item['dtype']} on {item['device']}, {item['how']}) "
-             f"in {item['chapter']} [{_where(item)}]"]
+    """An unexpected failure or pass as the verifier lists it: a bullet, then its detail."""
+    first, *rest = describe_problem(item, outcome, f"{item['chapter']} [{_where(item)}]")
+    return [f"- {first}", *rest]
+
+
+# A value of more numbers than this is shown by its first and last few, and its worst element.
+BRIEF_NUMBERS = 8
+
+
+def describe_problem(record: dict[str, Any], outcome: str, where: str) -> list[str]:
+    """An unexpected failure or pass of a record (a dictionary, as stored), in lines: what and where, the
+    expected value beside the formula it came from, the observed value, then the comparison's message.
+
+    The build's warnings (checks.build.sphinxext) and `python -m checks` both say it this way.
+    """
+    lines = [f"{outcome}: {record['check']} ({record['dtype']} on {record['device']}, {record['how']}) in {where}",
+             f"    expected {brief(record['analytical_gradient'])}, from the formula {record['gradient_formula']} "
+             f"({record['derivative_source']})",
+             f"    observed {brief(record['observed_gradient'])}"]
+    worst = _worst_element(record)
+    if worst:
+        lines.append(f"    worst element {worst}")
     if outcome == "unexpected pass":
         lines.append("    declared expected_failure=True, but it passed: the demonstration shows nothing")
     else:
-        lines.extend("    " + line for line in item["message"].splitlines())
+        lines.extend("    " + line for line in record["message"].splitlines())
+        lines.append("    (a failure the chapter means to show is declared: checks.plan(..., expected_failure=True))")
     return lines
+
+
+def brief(value: Any) -> str:
+    """A value short enough for one line of a log: a long one by its count, first and last numbers."""
+    numbers = _flat(value)
+    if numbers is None or len(numbers) <= BRIEF_NUMBERS:
+        return format_value(value)
+    shown = [format_value(number) for number in (*numbers[:3], *numbers[-2:])]
+    return f"{len(numbers)} values [{', '.join(shown[:3])}, ..., {', '.join(shown[3:])}]"
+
+
+def _flat(value: Any) -> list[Any] | None:
+    """The numbers of a (nested) list in order; None for anything else (a number, a folded summary)."""
+    if not isinstance(value, list):
+        return None
+    found: list[Any] = []
+    for item in value:
+        inner = _flat(item)
+        found.extend([item] if inner is None else inner)
+    return found
+
+
+def _worst_element(record: dict[str, Any]) -> str:
+    """Where a check of several numbers differs most: its index, expected and observed; "" for one number."""
+    observed, expected = record["observed_gradient"], record["analytical_gradient"]
+    if isinstance(observed, dict) and observed.get("worst"):  # a folded value keeps its worst elements
+        worst = observed["worst"][0]
+        return (f"at index {tuple(worst['index'])}: expected {format_value(worst['expected'])}, "
+                f"observed {format_value(worst['observed'])}")
+    index = record.get("worst_index")
+    if not (isinstance(expected, list) and isinstance(observed, list) and index):
+        return ""
+    for position in index:
+        if not (isinstance(expected, list) and isinstance(observed, list)):
+            return ""
+        expected, observed = expected[position], observed[position]
+    return f"at index {tuple(index)}: expected {format_value(expected)}, observed {format_value(observed)}"
 
 
 def ordered_by_recomputed(entries: Sequence[Entry]) -> list[Entry]:

@@ -32,6 +32,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import myst_nb.sphinx_
+import zmq
 from myst_nb.core.execute import ExecutionError, NotebookClientBase
 from myst_nb.core.read import create_nb_reader
 from myst_nb.sphinx_ import NbMetadataCollector
@@ -41,11 +42,16 @@ from nbformat import NotebookNode
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.errors import ConfigError
+from traitlets.config import Config
 
 PROCESSES_VARIABLE = "CHECKS_BUILD_PROCESSES"
 ENVIRONMENT_EVENT = "checks-kernel-environment"
 # Errors of the chapter's own code (as myst-nb distinguishes them); anything else is a broken kernel.
 CELL_ERRORS = (CellExecutionError, CellTimeoutError)
+# The kernel manager gives each kernel CurveZMQ keys where its kernelspec declares it supports them
+# (ipykernel's does): its messages are encrypted, and ipykernel no longer warns, once per kernel, that it
+# runs "over TCP without encryption". A libzmq built without CurveZMQ keeps the default.
+KERNEL_CONFIG = Config({"KernelManager": {"transport_encryption": "auto"}} if zmq.has("curve") else {})
 
 
 def processes() -> int:
@@ -86,7 +92,7 @@ async def execute(job: Job) -> Executed:
     """Run one chapter in a kernel of its own; an error of its code is returned, not raised."""
     notebook = copy.deepcopy(job.notebook)
     client = NotebookClient(notebook, timeout=job.timeout, allow_errors=job.allow_errors, record_timing=False,
-                            resources={"metadata": {"path": str(job.cwd)}})
+                            resources={"metadata": {"path": str(job.cwd)}}, config=KERNEL_CONFIG)
     start = time.perf_counter()
     try:
         await client.async_execute(env=dict(job.env))

@@ -9,6 +9,9 @@ never left over from an earlier build.
 MathJax comes from the site itself (`_static/mathjax/`, copied from the django-static-mathjax package, which
 ships MathJax 3's files and needs no Django), not from a CDN: a local build read offline shows formulas,
 not TeX source.
+
+The site declares an icon (a nabla, `favicon.svg` in the package's static folder) unless the book names its
+own (`html.favicon`): without one, a browser asks every site for /favicon.ico and logs the 404.
 """
 
 from __future__ import annotations
@@ -94,6 +97,14 @@ def _local_mathjax(app: Sphinx, config: Config) -> None:
         config.mathjax_path = f"{MATHJAX_FOLDER}/{MATHJAX_ENTRY}"
 
 
+FAVICON = Path(__file__).resolve().parent / "_static" / "favicon.svg"
+
+
+def _favicon(app: Sphinx, config: Config) -> None:
+    if not config.html_favicon:  # a book that chose its own icon keeps it
+        config.html_favicon = str(FAVICON)
+
+
 def _copy_mathjax(app: Sphinx, exception: Exception | None) -> None:
     """Copy MathJax into the site's _static (files already identical are left alone)."""
     if exception is not None or not isinstance(app.builder, StandaloneHTMLBuilder):
@@ -120,6 +131,7 @@ def setup(app: Sphinx) -> dict:
     app.add_config_value("checks_build_environment", "", "html")
     app.connect("config-inited", _set_line)
     app.connect("config-inited", _local_mathjax)
+    app.connect("config-inited", _favicon)
     app.connect("build-finished", _copy_mathjax)
     # reader.css lies in the package's static folder, which checks.build.sphinxext adds to the build.
     app.setup_extension("checks.build.sphinxext")

@@ -22,6 +22,16 @@ The ledger holds every check executed, displayed or not (see checks.teaching.rec
    compared), so it is never left showing records that no longer exist.
 5. build-finished, only without an exception: ledger.json is written atomically, stamped with the
    fingerprint's components, each chapter's source hash, execution and count of checks executed.
+
+A contributor is told at build time, by Sphinx warnings (so `jupyter-book build -W` fails on them):
+
+- every build, including one that reads nothing again, warns once per problem record (an unexpected
+  failure, or a declared expected failure that passed), naming the chapter, the check, expected, observed
+  and the formula it came from (checks.build.ledger.describe_problem, as `python -m checks` says it);
+- a source file that _toc.yml leaves out (only_build_toc_files: sphinx-external-toc excludes it) is a
+  warning, and the ledger's stamp lists it, so `python -m checks` names it too;
+- a page no longer built (its chapter dropped from the toc, or deleted) has its HTML, its sources copies
+  and its notebooks removed from the build folder, and its records leave the ledger: no stale page stays.
 """
 
 from __future__ import annotations
@@ -40,15 +50,19 @@ from sphinx.application import Sphinx
 from sphinx.builders.html import StandaloneHTMLBuilder
 from sphinx.config import Config
 from sphinx.environment import BuildEnvironment
+from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.fileutil import copy_asset
 
-from ..teaching.records import RECORDS_VARIABLE, Record, read_collected
+from ..teaching.records import PROBLEMS, RECORDS_VARIABLE, Record, read_collected
 from . import fingerprint as build_fingerprint
 from . import ledger, parallel
+from .cache import CACHE_VARIABLE, SOURCE_VARIABLE
 
 PACKAGE = Path(__file__).resolve().parent
 RECORDS_FOLDER = "checks-records"
+CACHE_FOLDER = ".checks-cache"
+logger = logging.getLogger(__name__)
 
 
 def records_path(doctreedir: str | os.PathLike[str], docname: str) -> Path:
@@ -57,8 +71,12 @@ def records_path(doctreedir: str | os.PathLike[str], docname: str) -> Path:
 
 
 def kernel_environment(app: Sphinx, docname: str) -> dict[str, str]:
-    """The environment variable a kernel executing docname needs so that its checks reach the ledger."""
-    return {RECORDS_VARIABLE: str(records_path(app.doctreedir, docname))}
+    """The environment variables a kernel executing docname needs: the file its checks reach the ledger
+    through, and for checks.cached, the chapter's source and the cache folder (CHECKS_CACHE if set, else
+    .checks-cache in the book's source folder, which outlives the build folder)."""
+    return {RECORDS_VARIABLE: str(records_path(app.doctreedir, docname)),
+            SOURCE_VARIABLE: str(Path(app.env.doc2path(docname)).resolve()),
+            CACHE_VARIABLE: os.environ.get(CACHE_VARIABLE) or str(Path(app.srcdir, CACHE_FOLDER))}
 
 
 def _set_fingerprint(app: Sphinx, config: Config) -> None:
@@ -66,6 +84,18 @@ def _set_fingerprint(app: Sphinx, config: Config) -> None:
     app.checks_fingerprint = build_fingerprint.components()
     # When it changes, every chapter is executed again (rebuild="env"); hashed from the parts just taken.
     config.checks_fingerprint = build_fingerprint.digest(app.checks_fingerprint)
+
+
+def _own_excludes(app: Sphinx, config: Config) -> None:
+    """The book's own exclude patterns, before sphinx-external-toc adds the files its toc leaves out."""
+    app.checks_own_excludes = list(config.exclude_patterns)
+
+
+def _left_out(app: Sphinx, config: Config) -> None:
+    """The source files the toc leaves out (app.checks_left_out), which the ledger's stamp lists."""
+    own = getattr(app, "checks_own_excludes", None)
+    excluded_by_toc = own is not None and getattr(config, "external_toc_exclude_missing", False)
+    app.checks_left_out = sorted(set(config.exclude_patterns) - set(own)) if excluded_by_toc else []
 
 
 def _add_static(app: Sphinx) -> None:
@@ -117,6 +147,7 @@ def _collect(app: Sphinx, doctree: nodes.document) -> None:
     """Keep every record the chapter's kernel executed (the last one per id), displayed or not."""
     docname = app.env.docname
     os.environ.pop(RECORDS_VARIABLE, None)
+    os.environ.pop(SOURCE_VARIABLE, None)
     path = records_path(app.doctreedir, docname)
     records = read_collected(path)
     path.unlink(missing_ok=True)
@@ -142,6 +173,52 @@ def _execution(env: BuildEnvironment, docname: str) -> str:
     if not data:
         return ""
     return f"{data['method']}: " + ("succeeded" if data["succeeded"] else f"failed ({data['error']})")
+
+
+def _warn_problems(app: Sphinx, env: BuildEnvironment) -> None:
+    """One warning per unexpected failure or unexpected pass, every build (read again or not)."""
+    chapters = _chapters(env)
+    for docname in _book_order(env):
+        for record in chapters.get(docname, {}).get("records", ()):
+            outcome = ledger.outcome_of(record)
+            if outcome in PROBLEMS:
+                lines = ledger.describe_problem(record, outcome, f"chapter {env.titles[docname].astext()!r}")
+                logger.warning("\n".join(lines), location=docname, type="checks", subtype="problem")
+
+
+def _remove_outputs(app: Sphinx, docname: str) -> None:
+    """What an earlier build wrote for a page this one does not build: its HTML, the copies of its source,
+    its notebooks and its execution report."""
+    outdir = Path(app.outdir)
+    stale = [Path(app.builder.get_outfilename(docname)), outdir / "reports" / f"{docname}.err.log"]
+    for folder in (outdir / "_sources", outdir.parent / "jupyter_execute", outdir.parent / "notebooks"):
+        target = folder / docname
+        stale += target.parent.glob(f"{target.name}.*") if target.parent.is_dir() else []
+    for path in stale:
+        path.unlink(missing_ok=True)
+
+
+def _left_out_pages(app: Sphinx) -> None:
+    """Warn of each file the toc leaves out, and remove what an earlier build made of it, in any build (a
+    fresh environment knows no earlier pages)."""
+    toc = os.path.relpath(app.config.external_toc_path, app.srcdir) if app.checks_left_out else ""
+    for source in app.checks_left_out:
+        # Not a document of this build, so the warning names the file itself rather than a location.
+        logger.warning(f"{Path(app.srcdir, source)} is not in {toc}, so it is not built and none of its checks "
+                       f"run: add '- file: {posixpath.splitext(source)[0]}' to {toc} (and a line to the "
+                       f"introduction's list of chapters), or start its name with '_' if it is a template",
+                       type="checks", subtype="toc")
+        if isinstance(app.builder, StandaloneHTMLBuilder):
+            _remove_outputs(app, posixpath.splitext(source)[0])
+
+
+def _remove_stale_pages(app: Sphinx, env: BuildEnvironment, added: Set[str], changed: Set[str],
+                        removed: Set[str]) -> Iterable[str]:
+    """A page the last build made and this one does not (dropped from the toc, or deleted)."""
+    if isinstance(app.builder, StandaloneHTMLBuilder):
+        for docname in removed:
+            _remove_outputs(app, docname)
+    return []
 
 
 def _purge(app: Sphinx, env: BuildEnvironment, docname: str) -> None:
@@ -202,6 +279,7 @@ def _stamp(app: Sphinx) -> dict:
         "finished": True,
         "fingerprint": app.checks_fingerprint,
         "sources": Path(os.path.relpath(app.srcdir, app.outdir)).as_posix(),
+        "left_out": getattr(app, "checks_left_out", []),
         "chapters": [
             {"chapter": app.env.titles[docname].astext(), "page": app.builder.get_target_uri(docname),
              "source": Path(app.env.doc2path(docname)).relative_to(app.srcdir).as_posix(),
@@ -269,11 +347,15 @@ def _refresh_static(app: Sphinx, exception: Exception | None) -> None:
 def setup(app: Sphinx) -> dict:
     app.add_config_value("checks_fingerprint", "", "env")
     app.connect("config-inited", _set_fingerprint)
+    # sphinx-external-toc adds the files its toc leaves out to exclude_patterns at priority 900.
+    app.connect("config-inited", _own_excludes, priority=850)
+    app.connect("config-inited", _left_out, priority=950)
     app.connect("builder-inited", _add_static)
     app.add_css_file("checks.css")
     app.add_node(ledger_placeholder)
     app.add_directive("checks-ledger", LedgerDirective)
     app.connect("builder-inited", _start_build)
+    app.connect("builder-inited", _left_out_pages)
     app.connect("source-read", _before_execution)
     app.setup_extension("checks.build.parallel")  # executes the chapters; each kernel gets its record file
     app.connect(parallel.ENVIRONMENT_EVENT, kernel_environment)
@@ -281,6 +363,8 @@ def setup(app: Sphinx) -> dict:
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)
     app.connect("env-get-outdated", _reread_ledger)
+    app.connect("env-get-outdated", _remove_stale_pages)
+    app.connect("env-updated", _warn_problems)
     app.connect("doctree-resolved", _place_ledger)
     app.connect("build-finished", _write_json)
     app.connect("build-finished", _refresh_static)

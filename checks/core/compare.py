@@ -17,6 +17,10 @@ from .tolerances import Tolerance
 
 @dataclass(frozen=True)
 class Comparison:
+    """abs_error and rel_error are the greatest over all elements, as torch.testing reports them; worst_index
+    is the element with the greatest absolute difference among those outside the tolerance (among all of
+    them when none is)."""
+
     abs_error: float
     rel_error: float
     worst_index: tuple[int, ...]
@@ -90,7 +94,10 @@ def compare(observed: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance
     relative = difference / expected.abs()
     relative = torch.where(difference == 0, torch.zeros_like(relative), relative)
     relative = torch.where(torch.isnan(relative), torch.full_like(relative, float("inf")), relative)
-    flat_worst = int(difference.reshape(-1).argmax()) if difference.numel() else 0
+    flat_greatest = int(difference.reshape(-1).argmax()) if difference.numel() else 0
+    # The worst element is one that failed: the greatest difference can sit where the allowance is larger.
+    among = torch.where(bad, difference, torch.full_like(difference, -1.0)) if bool(bad.any()) else difference
+    flat_worst = int(among.reshape(-1).argmax()) if difference.numel() else 0
     worst_index = unravel(flat_worst, difference.shape)
     mismatched = int(bad.sum())
     total = difference.numel()
@@ -108,8 +115,8 @@ def compare(observed: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance
         message = (
             f"Gradients are not close!\n"
             f"Mismatched elements: {mismatched} / {total} ({100 * mismatched / total:.1f}%)\n"
-            f"Greatest absolute difference: {abs_error:.6g} at index {worst_index} "
-            f"({_allowed_at(tolerance, flat_worst)})\n"
+            f"Greatest absolute difference: {abs_error:.6g} at index {unravel(flat_greatest, difference.shape)} "
+            f"({_allowed_at(tolerance, flat_greatest)})\n"
             f"Greatest relative difference: {rel_error:.6g} at index {rel_index} "
             f"(up to {tolerance.rtol:.3g} allowed)"
         )

@@ -16,7 +16,7 @@ import torch
 from torch.autograd.gradcheck import GradcheckError
 
 from ..core.checker import check_jacobian
-from ..core.compare import compare
+from ..core.compare import compare, detectable
 from ..core.dtypes import dtype_name
 from ..core.errors import CheckInputError, NonScalarOutputError, ShapeMismatchError
 from ..core.numerical import Estimate, estimate_jacobian
@@ -41,7 +41,7 @@ WAY_WORDS = {
     "jacrev": "torch.func.jacrev",
     "jacfwd": "torch.func.jacfwd",
     "hessian": "torch.func.hessian",
-    "create_graph": "autograd.grad twice (create_graph=True)",
+    "create_graph": "autograd.grad with create_graph=True, then per row",
     "richardson": "Richardson estimate",
 }
 
@@ -109,20 +109,18 @@ def observe_matrix(expectation: AnalyticalMatrix, x: torch.Tensor, way: str) -> 
 
 
 def create_graph_hessian(f: Function, x: torch.Tensor) -> torch.Tensor:
-    """Second derivatives the way training code gets them: grad with create_graph=True, then grad again."""
+    """Second derivatives the way training code gets them: torch.autograd.grad with create_graph=True, then
+    torch.autograd.grad of each element of that gradient, with retain_graph=True so that its graph can be
+    walked once per row. An element the gradient does not depend on gets 0 from PyTorch itself
+    (materialize_grads=True); a gradient with no graph at all (a backward that detached x) makes PyTorch
+    raise "element 0 of tensors does not require grad", and that error is what this raises too."""
     leaf = x.detach().clone().requires_grad_(True)
     y = f(leaf)
     if y.numel() != 1:
         raise NonScalarOutputError(f"a Hessian needs a scalar f; f(x) has shape {tuple(y.shape)}")
     (gradient,) = torch.autograd.grad(y, leaf, create_graph=True)
-    rows = []
-    for i in range(gradient.numel()):
-        # A first derivative that does not depend on x (a detached backward) has no graph: its derivative is 0.
-        if gradient.reshape(-1)[i].requires_grad:
-            (row,) = torch.autograd.grad(gradient.reshape(-1)[i], leaf, retain_graph=True, allow_unused=True)
-        else:
-            row = None
-        rows.append(torch.zeros_like(leaf) if row is None else row)
+    rows = [torch.autograd.grad(element, leaf, retain_graph=True, materialize_grads=True)[0]
+            for element in gradient.reshape(-1)]
     return torch.stack([row.reshape(-1) for row in rows])
 
 
@@ -168,15 +166,24 @@ def matrix_record(
     expected = expectation.expected(reference)
     resolved = getattr(torch, dtype) if isinstance(dtype, str) else dtype
     point = reference.to(device=device, dtype=resolved)
-    observed, estimate = observe_matrix(expectation, point, way)
-    if observed.shape != expected.shape:
-        raise ShapeMismatchError(f"{WAY_WORDS[way]} gave shape {tuple(observed.shape)}; the analytical "
-                                 f"{expectation.matrix!r} has shape {tuple(expected.shape)}")
+    try:
+        observed, estimate = observe_matrix(expectation, point, way)
+    except RuntimeError as error:
+        # A first derivative with no graph has no second derivative: PyTorch's refusal is the observation.
+        if way != "create_graph" or "does not require grad" not in str(error):
+            raise
+        observed, estimate, refusal = None, None, f"PyTorch raised RuntimeError: {error}"
+    else:
+        refusal = ""
+        if observed.shape != expected.shape:
+            raise ShapeMismatchError(f"{WAY_WORDS[way]} gave shape {tuple(observed.shape)}; the analytical "
+                                     f"{expectation.matrix!r} has shape {tuple(expected.shape)}")
     name = dtype_name(resolved)
     reason = weak_reasons(weak, [name])[name]
     if tolerance is None:
         tolerance = estimate_tolerance(estimate) if estimate is not None else default_tolerance(name)
-    comparison = compare(observed, expected, tolerance)
+    comparison = None if observed is None else compare(observed, expected, tolerance)
+    caught = detectable(expected, tolerance)  # what the allowance could catch, compared or not
     what = "Hessian" if expectation.order == 2 else "Jacobian"
     summary = estimate.summary() if estimate is not None else {}
     return Record(
@@ -190,19 +197,20 @@ def matrix_record(
         gradient_formula=expectation.matrix,
         derivative_source=expectation.source,
         analytical_gradient=expected.tolist(),
-        observed_gradient=observed.tolist(),
+        observed_gradient=None if observed is None else observed.tolist(),
         executed=True,
-        abs_error=comparison.abs_error,
-        rel_error=comparison.rel_error,
-        worst_index=list(comparison.worst_index),
-        mismatched=comparison.mismatched,
-        detectable_relative_error=comparison.detectable_relative_error,
-        detectable_index=None if comparison.detectable_index is None else list(comparison.detectable_index),
+        **({} if comparison is None else {"abs_error": comparison.abs_error, "rel_error": comparison.rel_error,
+                                          "worst_index": list(comparison.worst_index),
+                                          "mismatched": comparison.mismatched}),
+        detectable_relative_error=caught.relative_error,
+        detectable_index=None if caught.index is None else list(caught.index),
         weak_reason=reason,
         tolerance=tolerance.to_dict(),
-        verdict="pass" if comparison.passed else "fail",
+        verdict="pass" if comparison is not None and comparison.passed else "fail",
         expected_failure=expected_failure,
-        message=comparison.message,
+        message=comparison.message if comparison is not None else (
+            f"{refusal}\nThe first derivative returned with create_graph=True has no graph (its backward does not "
+            f"depend on x differentiably), so there is no second derivative to compare."),
         device_name=device_name(device),
         environment=environment(0),
         method="richardson" if estimate is not None else "",

@@ -12,14 +12,19 @@ derivative at that rounded input: a float32 row then measures autograd's error, 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 
+import torch
+
+from ..core.dtypes import to_dtype
 from ..core.errors import CheckInputError
 from ..core.numerical import Method
-from ..core.tolerances import Tolerance
+from ..core.tolerances import Tolerance, numerical_tolerance
+from ..core.validate import number
 from .display import records_html
 from .execute import execute
-from .expectations import Blanks, Expectation
-from .planning import OWN_HOWS, PlannedCheck, planned_checks
+from .expectations import Blanks, Expectation, reference_input
+from .planning import OWN_HOWS, PlannedCheck, planned_checks, planned_dtypes
 from .records import Provenance, Record
 from .results import Results
 from .witness import Code, function_and_how, run_code
@@ -123,22 +128,67 @@ def witness(
     expected_failure: bool = False,
     seed: int = 0,
     weak: str | Mapping[str, str] | None = None,
+    step: float | None = None,
+    method: Method = "central",
 ) -> Results | Blanks:
     """Run each code function on a fresh leaf per device and dtype, and compare with the expectation.
 
     An expectation with blanks left (`...`: an exercise not filled in yet) runs nothing: the Blanks returned
     says what to fill in, so that a notebook run top to bottom goes past the exercise.
 
-    Equivalent to checks.plan(expectation, x, how=<the ways named>, dtypes=..., ...).run(*code, how=how):
-    a function named how="numerical" is judged with the plan's numerical default tolerance (central
-    differences at checks' default step) unless tolerance= says otherwise. weak= as for plan().
+    Equivalent to checks.plan(expectation, x, how=<the ways named>, dtypes=..., ...).run(*code, how=how).
+    weak= as for plan().
+
+    step, method -- for code named how="numerical", its own difference quotient: the step h it used and
+    the method ("forward" or "central"). checks cannot read them off the code, so numerical code needs
+    step or tolerance= (with its reason): with step, the records keep that step and method, and the default
+    tolerance is derived at that step (checks.core.tolerances.numerical_tolerance), not at checks' own.
     """
     if not code:
         raise CheckInputError("witness() needs at least one code function, e.g. def stored(x): ... return x.grad")
     if isinstance(expectation, Expectation) and (blanks := expectation.blanks_at(x)):
         return Blanks(expectation, blanks)
+    functions = [function_and_how(item, how) for item in code]
+    numerical = [item for item, (_, named) in zip(code, functions) if named == "numerical"]
+    if step is not None:
+        number(step, "step (the step your numerical code used)", above=0)
+        if method not in ("forward", "central"):
+            raise CheckInputError(f"method={method!r}: your own difference quotient is 'forward' or 'central'")
+        if not numerical:
+            raise CheckInputError("step= is the step of your own numerical code; no code here is named "
+                                  "how='numerical'")
+    if numerical and tolerance is None:
+        if step is None:
+            raise CheckInputError(
+                "checks cannot see the step your numerical code used: pass step=h (and method='forward' or "
+                "'central'), and the default tolerance is derived at it, or pass tolerance= with its reason")
+        tolerance = {name: _tolerance_at(expectation, x, name, method, step) for name in planned_dtypes(dtypes, None)}
+        others = [item for item, (_, named) in zip(code, functions) if named != "numerical"]
+        options = {"dtypes": dtypes, "devices": devices, "label": label, "expected_failure": expected_failure,
+                   "seed": seed, "weak": weak}
+        # The derived tolerance is for the numerical rows only: any other code is witnessed on its own.
+        results = witness(expectation, x, *others, how=how, **options) if others else Results([])
+        return results + witness(expectation, x, *numerical, how=how, tolerance=tolerance, step=step,
+                                 method=method, **options)
     # A row per way named (a numerical one gets a numerical default tolerance); inferred ways share "stored"'s.
-    named = tuple(dict.fromkeys(explicit or "stored" for _, explicit in (function_and_how(item, how) for item in code)))
+    named = tuple(dict.fromkeys(explicit or "stored" for _, explicit in functions))
     planned = plan(expectation, x, how=named, dtypes=dtypes, devices=devices, tolerance=tolerance, label=label,
                    expected_failure=expected_failure, seed=seed, weak=weak)
-    return run_code(planned, code, how=how)
+    results = run_code(planned, code, how=how)
+    if step is None:
+        return results
+    # The step and method the reader's numerical code used, kept on its records.
+    return Results([replace(record, step=step, method=method) if record.how == "numerical" else record
+                    for record in results])
+
+
+def _tolerance_at(expectation: Expectation, x: object, dtype: str, method: Method, step: float) -> Tolerance:
+    """numerical_tolerance at the reader's own step, with |f| and |f'| at x (in float64)."""
+    reference = reference_input(x).to(to_dtype(dtype)).to(torch.float64)
+    with torch.no_grad():
+        f_scale = float(torch.as_tensor(expectation.f(reference.clone())).abs().max())
+    expected = expectation.analytical(reference)
+    gradient_scale = float(expected.abs().max()) if expected.numel() else 0.0
+    derived = numerical_tolerance(dtype, method, step=step, f_scale=f_scale, gradient_scale=gradient_scale,
+                                  derivative_scale=max(1.0, gradient_scale))
+    return replace(derived, reason=f"{derived.reason}; h is the step your code used, as you stated it")

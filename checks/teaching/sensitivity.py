@@ -1,9 +1,12 @@
-"""How good is a gradient check: four checkers run on the mutant suite, tallied and plotted.
+"""How good is a gradient check: checkers run on the mutant suite, tallied and plotted.
 
 The checkers, each asked "is this backward wrong?" for every case of checks.teaching.mutants in a dtype:
 
 - gradcheck (slow): torch.autograd.gradcheck with its defaults, the full numerical Jacobian.
 - gradcheck (fast): the same with fast_mode=True, one random projection of the Jacobian.
+- gradcheck (slow, tuned) and gradcheck (fast, tuned): the same two at the one setting (eps, atol, rtol)
+  per dtype that does best on the suite itself (tune_gradcheck): chosen with hindsight, after seeing every
+  verdict, which no user of gradcheck can do for their own functions.
 - naive central: the textbook recipe, a fixed step NAIVE_STEP and a fixed tolerance (NAIVE_RTOL,
   NAIVE_ATOL) whatever the dtype, dividing by the step asked for.
 - this checker: checks.core.checker.check_jacobian (Richardson estimate, per-element allowance).
@@ -18,9 +21,10 @@ evaluated, batched or not) and wall time.
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -28,9 +32,14 @@ from torch.autograd.gradcheck import GradcheckError
 
 from ..core.checker import check_jacobian
 from ..core.dtypes import dtype_name
+from ..core.errors import CheckInputError
 from .mutants import Case, Function
+from .precision import run_gradcheck
 
-CHECKERS: tuple[str, ...] = ("gradcheck (slow)", "gradcheck (fast)", "naive central", "this checker")
+CHECKERS: tuple[str, ...] = ("gradcheck (slow)", "gradcheck (fast)", "gradcheck (slow, tuned)",
+                             "gradcheck (fast, tuned)", "naive central", "this checker")
+# The two that need a setting per dtype from tune_gradcheck.
+TUNED: tuple[str, ...] = ("gradcheck (slow, tuned)", "gradcheck (fast, tuned)")
 # The textbook finite-difference check: one step and one tolerance for every dtype and every f.
 NAIVE_STEP = 1e-5
 NAIVE_RTOL = 1e-4
@@ -67,13 +76,27 @@ class _Counted:
 Verdict = tuple[bool, bool, int]  # (flagged, inconclusive, evaluations of f)
 
 
-def _gradcheck(f: Function, x: torch.Tensor, fast: bool) -> Verdict:
+@dataclass(frozen=True)
+class Setting:
+    """gradcheck's step and tolerances: an element passes when |analytical - numerical| <= atol + rtol·|numerical|."""
+
+    eps: float
+    atol: float
+    rtol: float
+
+    def words(self) -> str:
+        return f"eps={self.eps:g}, atol={self.atol:g}, rtol={self.rtol:g}"
+
+
+def _gradcheck(f: Function, x: torch.Tensor, fast: bool, setting: Setting | None = None) -> Verdict:
     counted = _Counted(f, x.shape)
+    options = {} if setting is None else vars(setting)
     with warnings.catch_warnings():
         # gradcheck warns for every input that is not float64; that is the point of the float32 rows.
         warnings.simplefilter("ignore")
         try:
-            passed = torch.autograd.gradcheck(counted, (x.detach().clone().requires_grad_(True),), fast_mode=fast)
+            passed = torch.autograd.gradcheck(counted, (x.detach().clone().requires_grad_(True),), fast_mode=fast,
+                                              **options)
         except GradcheckError:
             passed = False
     return not passed, False, counted.count
@@ -109,25 +132,164 @@ RUNNERS: dict[str, Callable[[Function, torch.Tensor], Verdict]] = {
 }
 
 
+def runner(checker: str, dtype: torch.dtype, tuned: Mapping[str, Setting] | None = None
+           ) -> Callable[[Function, torch.Tensor], Verdict]:
+    """The checker, as a function (f, x) -> (flagged, inconclusive, evaluations of f) for inputs of dtype;
+    a tuned gradcheck at its setting for dtype in tuned."""
+    if checker not in CHECKERS and checker not in RUNNERS:
+        raise CheckInputError(f"checker {checker!r} is not one of {(*CHECKERS, *RUNNERS.keys() - set(CHECKERS))}")
+    if checker not in TUNED:
+        return RUNNERS[checker]
+    setting = (tuned or {}).get(dtype_name(dtype))
+    if setting is None:
+        raise CheckInputError(f"{checker!r} needs gradcheck's setting for {dtype_name(dtype)}: pass "
+                              f"tuned={{dtype name: tune_gradcheck(cases, dtype).setting}}")
+    fast = checker == "gradcheck (fast, tuned)"
+    return lambda f, x: _gradcheck(f, x, fast, setting)
+
+
 def evaluate(cases: Sequence[Case], dtypes: Sequence[torch.dtype] = (torch.float64, torch.float32),
-             checkers: Sequence[str] = CHECKERS, device: str = "cpu") -> list[Outcome]:
-    """Run every checker on every case in every dtype; gradcheck's seed is fixed for its fast mode."""
+             checkers: Sequence[str] | None = None, device: str = "cpu",
+             tuned: Mapping[str, Setting] | None = None) -> list[Outcome]:
+    """Run every checker on every case in every dtype; gradcheck's seed is fixed for its fast mode.
+
+    checkers -- None: every checker of CHECKERS, the tuned ones only where tuned gives their settings.
+    tuned    -- gradcheck's setting per dtype name, for the tuned checkers (tune_gradcheck).
+    """
+    if checkers is None:
+        checkers = [c for c in CHECKERS if c not in TUNED or tuned]
+    runners = {checker: runner(checker, dtypes[0], tuned) for checker in checkers}  # refuses unknown ones
     # Each checker's one-time costs (lazy imports, vmap's set-up) are paid before timing, on the first case.
     if cases:
         for checker in checkers:
             torch.manual_seed(0)
-            RUNNERS[checker](cases[0].f, cases[0].input(dtypes[0], device))
+            runners[checker](cases[0].f, cases[0].input(dtypes[0], device))
     outcomes = []
     for dtype in dtypes:
+        runners = {checker: runner(checker, dtype, tuned) for checker in checkers}
         for case in cases:
             x = case.input(dtype, device)
             for checker in checkers:
                 torch.manual_seed(0)
                 start = time.perf_counter()
-                flagged, inconclusive, evaluations = RUNNERS[checker](case.f, x)
+                flagged, inconclusive, evaluations = runners[checker](case.f, x)
                 outcomes.append(Outcome(checker, case.name, case.kind, case.wrong, case.delta, dtype_name(dtype),
                                         flagged, inconclusive, evaluations, time.perf_counter() - start))
     return outcomes
+
+
+# The grid tune_gradcheck searches: gradcheck's step one per decade around its default 1e-6 and the optimal
+# central steps (ε^(1/3): 6e-6 in float64, 5e-3 in float32); each tolerance 0 and one per decade.
+GRID_EPS: tuple[float, ...] = tuple(10.0 ** k for k in range(-8, -1))
+GRID_ATOL: tuple[float, ...] = (0.0, *(10.0 ** k for k in range(-12, -1)))
+GRID_RTOL: tuple[float, ...] = (0.0, *(10.0 ** k for k in range(-10, 0)))
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """gradcheck's best setting on a suite in one dtype, chosen with hindsight (tune_gradcheck).
+
+    margin -- how far the nearest verdict is from flipping at that setting: the smallest factor by which a
+              detected mutant's worst |analytical - numerical| exceeds its allowance, or a passed correct
+              op's allowance exceeds its worst difference (inf when no verdict depends on the tolerance).
+    evaluations, seconds -- the search's cost: gradcheck run on every case at every eps of the grid.
+    """
+
+    dtype: str
+    setting: Setting
+    false_alarms: int
+    detections: int
+    correct: int
+    mutants: int
+    margin: float
+    settings_tried: int
+    evaluations: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class _Jacobians:
+    """What gradcheck computed for one case at one eps: passed even at atol = rtol = 0, or its Jacobians."""
+
+    wrong: bool
+    exact: bool
+    analytical: torch.Tensor | None
+    numerical: torch.Tensor | None
+
+    def judged(self, atol: torch.Tensor, rtol: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """For every (atol, rtol) of the grid: flagged, by gradcheck's own comparison (torch.allclose in the
+        input's dtype: equal, or finite and |a - n| <= atol + |rtol·n|), and the largest ratio
+        |a - n| / allowance (0: no difference; inf: flagged whatever the tolerance)."""
+        shape = (len(atol), len(rtol))
+        if self.exact:
+            return torch.zeros(shape, dtype=torch.bool), torch.zeros(shape, dtype=torch.float64)
+        if self.analytical is None:
+            return torch.ones(shape, dtype=torch.bool), torch.full(shape, math.inf, dtype=torch.float64)
+        a, n = self.analytical.reshape(-1), self.numerical.reshape(-1)
+        actual = (a - n).abs()
+        allowed = atol.to(a.dtype)[:, None, None] + (rtol.to(a.dtype)[None, :, None] * n).abs()
+        close = (a == n) | (torch.isfinite(actual) & (actual <= allowed))
+        ratio = torch.where(actual == 0, 0.0, actual.double() / allowed.double())
+        return ~close.all(-1), ratio.amax(-1)
+
+
+def tune_gradcheck(cases: Sequence[Case], dtype: torch.dtype, eps: Sequence[float] = GRID_EPS,
+                   atol: Sequence[float] = GRID_ATOL, rtol: Sequence[float] = GRID_RTOL,
+                   device: str = "cpu") -> Tuning:
+    """The setting of gradcheck (slow mode) with the fewest false alarms on the suite and, among those, the
+    most detections; of settings equal in both, the one whose nearest verdict is furthest from flipping.
+
+    gradcheck runs once per case and eps, at atol = rtol = 0, and its failure message gives both Jacobians
+    as it computed them (checks.teaching.precision.run_gradcheck); every (atol, rtol) is then judged with
+    gradcheck's own comparison without running it again. A case that passes at atol = rtol = 0 passes at
+    every setting; one that fails without printing Jacobians fails at every setting. evaluate() runs
+    gradcheck itself at the setting found.
+    """
+    start = time.perf_counter()
+    evaluations = 0
+    atols, rtols = torch.tensor(atol, dtype=torch.float64), torch.tensor(rtol, dtype=torch.float64)
+    wrong = torch.tensor([case.wrong for case in cases])
+    ranked = []
+    for step in eps:
+        flags, ratios = [], []
+        for case in cases:
+            x = case.input(dtype, device)
+            counted = _Counted(case.f, x.shape)
+            outcome = run_gradcheck(counted, x, eps=step, atol=0.0, rtol=0.0)
+            evaluations += counted.count
+            printed = bool(outcome.analytical) and len(outcome.analytical) == len(outcome.numerical)
+            flag, ratio = _Jacobians(case.wrong, outcome.passed,
+                                     torch.tensor(outcome.analytical, dtype=dtype) if printed else None,
+                                     torch.tensor(outcome.numerical, dtype=dtype) if printed else None
+                                     ).judged(atols, rtols)
+            flags.append(flag)
+            ratios.append(ratio)
+        flag, ratio = torch.stack(flags), torch.stack(ratios)  # (cases, atol, rtol)
+        false_alarms = (flag & ~wrong[:, None, None]).sum(0)
+        detections = (flag & wrong[:, None, None]).sum(0)
+        # How far each verdict that depends on the tolerance is from flipping: a flag by its ratio, a pass by
+        # the inverse; verdicts that hold at every tolerance (ratio 0 or inf) do not count.
+        distance = torch.where(flag, ratio, 1 / ratio)
+        distance = torch.where((ratio > 0) & (ratio < math.inf), distance, math.inf)
+        margin = distance.amin(0)
+        for i, a in enumerate(atol):
+            for j, r in enumerate(rtol):
+                key = (int(false_alarms[i, j]), -int(detections[i, j]), -float(margin[i, j]), step, a, r)
+                ranked.append((key, Setting(step, a, r)))
+    (false_alarms, detections, margin, *_), best = min(ranked, key=lambda item: item[0])
+    count = int(wrong.sum())
+    return Tuning(dtype_name(dtype), best, false_alarms, -detections, len(cases) - count, count, -margin,
+                  len(ranked), evaluations, time.perf_counter() - start)
+
+
+def tuning_frame(tunings: Sequence[Tuning]):
+    """The tunings as a table (pandas), one row per dtype: the setting, its counts, its margin, the search's cost."""
+    import pandas as pd
+
+    return pd.DataFrame([{"dtype": t.dtype, "setting": t.setting.words(),
+                          "false alarms": f"{t.false_alarms} of {t.correct}",
+                          "detections": f"{t.detections} of {t.mutants}", "margin": f"{t.margin:.3g}",
+                          "evaluations of f": t.evaluations, "seconds": f"{t.seconds:.1f}"} for t in tunings])
 
 
 def detection_by_delta(outcomes: Sequence[Outcome]):
@@ -172,12 +334,22 @@ def summary(outcomes: Sequence[Outcome]):
     return pd.DataFrame(rows)
 
 
+def verdict_word(outcome: Outcome) -> str:
+    """What a checker said about a case, in the words the chapter's tables use (never True/False)."""
+    return "flagged" if outcome.flagged else "inconclusive" if outcome.inconclusive else "passed"
+
+
 def structural(outcomes: Sequence[Outcome]):
-    """Which checker flagged which structural mutant (not scaled), per dtype."""
+    """What each checker said about each structural mutant (not scaled): rows (dtype, kind), one column
+    per checker, cells "flagged", "passed" or "inconclusive" (verdict_word)."""
     import pandas as pd
 
-    rows = pd.DataFrame([vars(o) for o in outcomes if o.wrong and o.kind != "scaled"])
-    return rows.pivot_table(index=["kind", "case"], columns=["dtype", "checker"], values="flagged", aggfunc="max")
+    rows = pd.DataFrame([{**vars(o), "said": verdict_word(o)} for o in outcomes if o.wrong and o.kind != "scaled"])
+    checkers = [c for c in CHECKERS if c in set(rows["checker"])]
+    table = rows.pivot(index=["dtype", "kind"], columns="checker", values="said")[checkers]
+    dtypes = list(dict.fromkeys(rows["dtype"]))
+    kinds = list(dict.fromkeys(rows["kind"]))
+    return table.reindex(pd.MultiIndex.from_product([dtypes, kinds], names=["dtype", "kind"]))
 
 
 def detection_plot(outcomes: Sequence[Outcome]):
@@ -192,15 +364,18 @@ def detection_plot(outcomes: Sequence[Outcome]):
     table = detection_by_delta(outcomes)
     totals = summary(outcomes).set_index(["dtype", "checker"])
     dtypes = [d for d in dict.fromkeys(o.dtype for o in outcomes) if d in table.columns.get_level_values(0)]
-    styles = dict(zip(CHECKERS, (("o", "-", 8), ("s", "--", 5), ("D", ":", 5), ("^", "-", 6))))
-    # Factors on the log axis, a fifth of a decade apart: the checkers' markers at one δ sit side by side.
-    offsets = {checker: 10 ** (0.2 * (i - 1.5)) for i, checker in enumerate(CHECKERS)}
+    styles = dict(zip(CHECKERS, (("o", "-", 8), ("s", "--", 5), ("v", "-", 7), ("P", "--", 6), ("D", ":", 5),
+                                 ("^", "-", 6))))
+    # Factors on the log axis, an eighth of a decade apart: the checkers' markers at one δ sit side by side.
+    middle = (len(CHECKERS) - 1) / 2
+    offsets = {checker: 10 ** (0.125 * (i - middle)) for i, checker in enumerate(CHECKERS)}
     width, height = STYLE["figure.figsize"]
+    legend = 0.45 * (len(set(table.columns.get_level_values(1))) + 1)  # the legend's lines and its title
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(len(dtypes), 1, figsize=(width, height * len(dtypes) + 2.2), sharex=True,
+        fig, axes = plt.subplots(len(dtypes), 1, figsize=(width, height * len(dtypes) + legend), sharex=True,
                                  squeeze=False)
         for axis, dtype in zip(axes.flat, dtypes):
-            for checker in table[dtype].columns:
+            for checker in [c for c in CHECKERS if c in table[dtype].columns]:
                 rates = ", ".join(f"{100 * totals.loc[(d, checker), 'false-alarm rate']:.0f} %" for d in dtypes)
                 marker, line, size = styles.get(checker, ("o", "-", 5))
                 axis.semilogx(table.index * offsets.get(checker, 1.0), table[dtype][checker], marker=marker,

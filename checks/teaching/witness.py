@@ -381,7 +381,10 @@ def _gradient_value_any(what: str, value: object) -> torch.Tensor | None:
 
 def _as_float64(value: object, what: str) -> torch.Tensor:
     try:
-        tensor = torch.as_tensor(value.detach() if isinstance(value, torch.Tensor) else value)
+        # A Python number or list is read as float64 directly: as_tensor's default dtype (float32) would
+        # round an expected 4.8 to 4.800000191 before it was ever compared.
+        tensor = (value.detach() if isinstance(value, torch.Tensor)
+                  else torch.as_tensor(value, dtype=torch.float64))
     except (TypeError, ValueError, RuntimeError) as error:
         raise CheckInputError(f"see({what!r}): expected={value!r} is not a number or tensor: {error}") from None
     return tensor.cpu().to(torch.float64)
