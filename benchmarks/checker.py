@@ -6,7 +6,7 @@ First gradcheck tuned with hindsight: per dtype, the setting (eps, atol, rtol) o
 (checks.teaching.sensitivity.GRID_EPS, GRID_ATOL, GRID_RTOL) with the fewest false alarms and then the most
 detections on this very suite, how far its nearest verdict is from flipping, and what the search cost. Then,
 for each dtype and checker (gradcheck at its defaults and at the tuned setting, slow and fast mode, the naive
-central difference, this checker): false alarms on the correct ops, detections of the mutants, inconclusive
+central difference, this checker, and its fast mode, fast=True): false alarms on the correct ops, detections of the mutants, inconclusive
 checks (this checker's third outcome), the smallest δ caught in every scaled base, evaluations of f and wall
 time over the suite. checks.teaching.sensitivity.evaluate runs each checker once before timing, so no checker
 is charged another's one-time set-up. Timings depend on the machine; read them as ratios.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from checks.teaching.mutants import suite
-from checks.teaching.sensitivity import GRID_ATOL, GRID_EPS, GRID_RTOL, evaluate, summary, tune_gradcheck
+from checks.teaching.sensitivity import CHECKERS, GRID_ATOL, GRID_EPS, GRID_RTOL, evaluate, summary, tune_gradcheck
 
 
 def main() -> None:
@@ -33,7 +33,8 @@ def main() -> None:
               f"{tuning.detections:>7}/{tuning.mutants:<4}{tuning.margin:>9.3g}{tuning.evaluations:>13}"
               f"{tuning.seconds:>9.2f}")
     print("margin: the factor by which the verdict nearest to flipping is inside (or outside) its allowance\n")
-    table = summary(evaluate(cases, dtypes=dtypes, tuned={t.dtype: t.setting for t in tunings}))
+    table = summary(evaluate(cases, dtypes=dtypes, checkers=(*CHECKERS, "this checker (fast)"),
+                             tuned={t.dtype: t.setting for t in tunings}))
     correct = int(table["correct ops"].iloc[0])
     mutants = int(table["mutants"].iloc[0])
     scaled = sum(case.kind == "scaled" for case in cases)

@@ -88,6 +88,16 @@ scale and still improving) get smaller steps, down to ε^(3/4)·max(|x_j|, 1) or
 alone exceeds the best uncertainty found; a smooth f is settled by the first four steps (two windows, each
 judged against the other), evaluated in one batch.
 
+The cost stays that of the Jacobian's non-zeros, not of n·m per step. The search holds only the elements at
+which f_i changed when x_j was perturbed (an elementwise f's diagonal, a Linear layer's rows of weights);
+every other element is flat, its differences exactly 0 at every step, so its estimate is 0, its error 0, its
+uncertainty the rounding at its column's first window, and it has no kink: it is judged like any element,
+filled in where the report's (outputs, inputs) tables are built, and it neither keeps its column searching
+nor stops it (a smaller step cannot make it more precise). "Unchanged" is judged against f(x) as the batched
+evaluation computes it (a batched matrix product sums in another order than a plain one). The points go to
+f in chunks of at most CHUNK_BYTES, built in place; the report's masks are computed in numpy on the tables'
+memory (for a large Jacobian a fresh torch tensor costs its pages one fault at a time).
+
 A kink (relu or abs at 0, a clamp's bound) makes both numbers meaningless: one-sided differences D+ and D-
 disagree by the jump in slope at every step, whereas for a smooth f their gap h·f'' halves with the step.
 The gap |f(x + h) + f(x - h) - 2 f(x)| / h comes from the evaluations the estimate made anyway, at the first
@@ -122,6 +132,7 @@ import torch
 
 from .dtypes import dtype_name
 from .errors import CheckInputError, NaNInputError, in_place_named
+from .fast import Projection, Projections, projected_gradients
 from .indices import unravel
 from .forward import NoForwardMode, first_line, flat_jacobian, forward_jacobian
 from .numerical import _Evaluator, _relative_step, default_step, machine_epsilon, noise_level, require_memory
@@ -157,14 +168,18 @@ KINK_RATIO = 0.75
 # A gap must exceed this many times the rounding noise of a one-sided difference (2·noise_i/h) to count.
 KINK_NOISE = 100.0
 # Up to this many outputs, reverse mode runs one backward per output; beyond, the backwards are batched
-# (torch.autograd.grad with is_grads_batched), while the identity it is seeded with stays under this many
-# elements.
+# (torch.autograd.grad with is_grads_batched), the identity it is seeded with this many elements at a time.
 FEW_OUTPUTS = 4
 BATCHED_ROWS_LIMIT = 4_000_000
 # The steps evaluated first, in one batch: the two windows a smooth f needs (each judged against the other).
 FIRST_LEVELS = 4
 # Steps per later batch, for the columns not settled by the first: a window's worth.
 LATER_LEVELS = 3
+# The points of one evaluation of f (and its values) stay under this many bytes: a large x is evaluated
+# in chunks of columns, one batch each.
+CHUNK_BYTES = 64 * 2**20
+# Rows of the allowance the autograd floor is added to at once.
+FLOOR_ROWS = 256
 # The noise probe: f at x + t·δ·p for t = ±1, ..., ±NOISE_REACH on NOISE_LINES random lines p (16 points,
 # in the first batch). Two lines of nine points: for white noise, an estimate from one line falls below a
 # quarter of the true noise about once in a thousand checks (measured), the larger of two independent ones
@@ -236,8 +251,9 @@ class CheckReport:
                     output, or "with is_grads_batched=True" for many) or torch.func.jacfwd (forward mode)
     requested    -- the mode asked for; differs from mode when forward mode was not supported
     note         -- why a fallback happened ("" when none)
-    error        -- per element, the Richardson error estimate of the chosen window
-    steps        -- per element, the finest step of the chosen window
+    error        -- per element, the Richardson error estimate of the chosen window (built when first read)
+    steps        -- per element, the finest step of the chosen window (built when first read)
+    details      -- builds error and steps: for a large Jacobian each table costs what an evaluation of f does
     levels       -- per column, how many steps were tried (3 for a smooth f)
     kink, domain, unstable, unconfirmed, converged -- per element: a kink found; no finite estimate at any
                     step; a mismatch that a window at smaller steps contradicts; a mismatch no independent
@@ -260,13 +276,14 @@ class CheckReport:
                     checks' vectors)
     tolerance    -- the caller's atol/rtol (a Tolerance whose reason says so), or None: the estimate's own
     properties   -- the property checks beside the Jacobian (checks.core.properties), each per element
+    projections  -- fast mode's random vectors (checks.core.fast), or None: then every array above is
+                    (outputs, inputs) of projections vᵀ·J·u, one per output and input of f, not of Jacobian entries
     """
 
     autograd: torch.Tensor
     numerical: torch.Tensor
-    error: torch.Tensor
     allowed: torch.Tensor
-    steps: torch.Tensor
+    details: Callable[[], tuple[torch.Tensor, torch.Tensor]]
     levels: torch.Tensor
     kink: torch.Tensor
     domain: torch.Tensor
@@ -294,6 +311,19 @@ class CheckReport:
     seed: int | None = None
     tolerance: Tolerance | None = None
     properties: tuple[PropertyCheck, ...] = ()
+    projections: Projections | None = None
+
+    @cached_property
+    def error(self) -> torch.Tensor:
+        return self._details[0]
+
+    @cached_property
+    def steps(self) -> torch.Tensor:
+        return self._details[1]
+
+    @cached_property
+    def _details(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.details()
 
     def __repr__(self) -> str:  # the tensors stay out of a test runner's output
         return f"<CheckReport of {self.call or 'f'}: {self.summary()}>"
@@ -302,17 +332,24 @@ class CheckReport:
     def input_shape(self) -> tuple[int, ...]:
         return self.arguments[0].shape if len(self.arguments) == 1 else (self.autograd.shape[1],)
 
-    @property
-    def difference(self) -> torch.Tensor:
-        return (self.autograd - self.numerical).abs()
-
     # Cached: a report is immutable, and outcome, summary and message each read these masks.
+    @cached_property
+    def difference(self) -> torch.Tensor:
+        return _difference(self.autograd, self.numerical)
+
+    @cached_property
+    def _finite(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Where autograd, and the estimate, are finite."""
+        return _finite(self.autograd), _finite(self.numerical)
+
     @cached_property
     def nonfinite(self) -> torch.Tensor:
         """Elements where autograd is wrong by not being finite: NaN where the estimate is finite, or ±inf
         where the estimate converged to a finite value. Caught before any allowance is consulted."""
+        autograd, numerical = self._finite
         settled = self.converged & ~self.kink & ~self.unstable
-        return torch.isfinite(self.numerical) & (self.autograd.isnan() | (self.autograd.isinf() & settled))
+        nan = torch.from_numpy(np.isnan(self.autograd.numpy()))
+        return numerical & (nan | (~autograd & ~nan & settled))
 
     @cached_property
     def mismatch(self) -> torch.Tensor:
@@ -321,7 +358,7 @@ class CheckReport:
         With a tolerance given: outside it for every value the estimate allows (see _against_tolerance)."""
         if self.tolerance is not None:
             return self._against_tolerance[0]
-        finite = torch.isfinite(self.autograd) & torch.isfinite(self.numerical)
+        finite = self._finite[0] & self._finite[1]
         outside = finite & (self.difference > self.allowed) & ~self.kink & ~self.unstable & ~self.unconfirmed
         return self.nonfinite | outside
 
@@ -332,7 +369,7 @@ class CheckReport:
         A NaN anywhere makes one of these comparisons false, so it can never pass."""
         if self.tolerance is not None:
             return self._against_tolerance[1]
-        finite = torch.isfinite(self.autograd) & torch.isfinite(self.numerical) & torch.isfinite(self.allowed)
+        finite = self._finite[0] & self._finite[1] & _finite(self.allowed)
         exact = self.autograd == self.numerical
         return finite & (self.difference <= self.allowed) & (self.converged | exact) & ~self.kink & ~self.unstable
 
@@ -359,7 +396,7 @@ class CheckReport:
         tolerance (an entry of 0 that both find, where f_i does not depend on x_j, would otherwise need an
         atol). A NaN or inf is judged as without a tolerance: it never passes."""
         blind = self.kink | self.domain | self.unstable
-        finite = torch.isfinite(self.autograd) & torch.isfinite(self.numerical)
+        finite = self._finite[0] & self._finite[1]
         given = self.given_allowed
         outside = finite & (self.difference > given + self.allowed) & ~blind & ~self.unconfirmed
         inside = (self.difference + self.allowed <= given) | (self.autograd == self.numerical)
@@ -468,8 +505,9 @@ class CheckReport:
         """One line: the outcome, how many elements failed or could not be judged, mode, dtype, device."""
         total = self.autograd.numel()
         failed, unsure = int(self.mismatch.sum()), int(self.inconclusive.sum())
+        unit = "elements" if self.projections is None else "projections"
         nonfinite = int(self.nonfinite.sum())
-        elements = f"{failed} of {total} elements outside their allowance"
+        elements = f"{failed} of {total} {unit} outside their allowance"
         if nonfinite:
             kinds = {"nan" if math.isnan(value) else "inf" for value in self.autograd[self.nonfinite].tolist()}
             elements += f" ({nonfinite} of them {' or '.join(sorted(kinds))} in autograd where the estimate is finite)"
@@ -477,11 +515,12 @@ class CheckReport:
         wrong += [f"{check.name} failed" for check in self.properties if check.outcome == "fail"]
         state = {"pass": "passed",
                  "fail": "failed: " + ", ".join(wrong),
-                 "inconclusive": f"inconclusive: {unsure} of {total} elements could not be judged"}[self.outcome]
+                 "inconclusive": f"inconclusive: {unsure} of {total} {unit} could not be judged"}[self.outcome]
         if self.outcome == "fail" and unsure:
             state += f", {unsure} could not be judged"
         kinks = f", {self.kinks} at a kink" if self.kinks else ""
         order = "second order, " if self.order == 2 else ""
+        order += "fast: projections, " if self.projections is not None else ""
         return (f"{state}{kinks} ({order}{self.mode} mode, {self.dtype}, {self.device}, "
                 f"{self.evaluations} evaluations of f)")
 
@@ -497,7 +536,11 @@ class CheckReport:
         return f"{output.name} {output.index(row)}"
 
     def where(self, element: Element) -> str:
-        """An element named by input and index, and by output and index."""
+        """An element named by input and index, and by output and index (fast mode: the projection of an
+        input and an output)."""
+        if self.projections is not None:
+            output = next(o for o in reversed(self.outputs) if o.offset <= element.output)
+            return f"the projection of input `{element.argument}` and {output.name}"
         return f"input `{element.argument}`, element {element.index}, {self.output_label(element.output)}"
 
     def wrong_gradients(self) -> str:
@@ -583,6 +626,9 @@ class CheckReport:
         if self.order == 2:
             how += (" of f's vector–Jacobian product J(x)ᵀ·v, v (`grad_output`) uniform in [-1, 1] with seed "
                     f"{self.seed}")
+        if self.projections is not None:
+            lines.append(f"Fast mode: {self.projections.describe()}. A fail says that some element of the block "
+                         f"is wrong, not which: rerun without fast=True to find it.")
         lines.append(f"Autograd by {how}; numerical by Richardson-extrapolated central differences at steps "
                      f"chosen per element ({int(self.levels.max())} steps tried at most), each element allowed "
                      f"{allowed}; {self.evaluations} evaluations of f.{self._held()}")
@@ -617,6 +663,7 @@ def check_jacobian(
     resolution: float = RESOLUTION,
     kinks: bool = True,
     names: Sequence[str] | None = None,
+    fast: bool = False,
 ) -> CheckReport:
     """Compare autograd's Jacobian of f at the inputs with an adaptive Richardson estimate.
 
@@ -648,6 +695,10 @@ def check_jacobian(
     resolution -- an element is judged only when its allowance is at most this fraction of its scale
     kinks      -- run the one-sided kink test (from the same evaluations: no extra cost)
     names      -- the inputs' names (default: f's parameter names)
+    fast       -- compare random projections vᵀ·J·u, one per input and output, instead of every element, as
+                  gradcheck's fast_mode (checks.core.fast): a few evaluations of f per input, whatever its
+                  size; the report's elements are then projections, and a fail says which input's gradient
+                  is wrong but not where (rerun without fast to find it)
     """
     if mode not in MODES:
         raise CheckInputError(f"mode={mode!r} is not an autograd mode; use one of {MODES}")
@@ -661,47 +712,57 @@ def check_jacobian(
     flag(check_batched_grad, "check_batched_grad")
     number(safety, "safety (a factor over the error estimate)", minimum=1)
     flag(kinks, "kinks")
+    flag(fast, "fast (random projections instead of every element)")
     if not (isinstance(resolution, (int, float)) and 0 < resolution < 1):
         raise CheckInputError(f"resolution must be a fraction between 0 and 1, got {resolution!r}")
     start = time.perf_counter()
     first = Signature(f, inputs, names, sample=sample, seed=seed)
     g = first if order == 1 else SecondOrder(first, seed)
-    arguments, x, value = g.arguments, g.x, g.value
-    if not torch.isfinite(value).all():
+    if not torch.isfinite(g.value).all():
         raise NaNInputError(f"{g.call} is not finite at {g.shown()}: the Jacobian there is undefined")
+    # Fast mode checks the projections' Jacobian instead; the property checks below still run on g itself.
+    checked = Projection(g, seed) if fast else g
+    arguments, x, value = checked.arguments, checked.x, checked.value
     memory(value.numel() * x.numel() * 8, f"autograd's Jacobian of {value.numel()} outputs by {x.numel()} inputs",
            "it is held whole in float64 beside a numerical one of the same size; check a smaller x, or "
            "sample=k elements of each input")
     require_memory(x, "richardson")
-    jacobian, used, method, note = _autograd_jacobian(g, x, mode, value.numel(), order)
+    # Fast mode in reverse mode projects f's own vector–Jacobian products, on the graph the property checks
+    # use too (one forward for both).
+    graph = Graph.of(g) if fast and mode == "reverse" else None
+    jacobian, used, method, note = projected_gradients(graph, checked) if graph is not None else \
+        _autograd_jacobian(checked, x, mode, value.numel(), order)
     eps, tiny = machine_epsilon(x.dtype), float(torch.finfo(x.dtype).tiny)
     # ε^(1/7), the optimum of a window of three steps (T22, truncation of order h⁶); smaller steps follow
     # where an element needs them.
     h0 = default_step("richardson", x.dtype, 3).h0 if step is None else _relative_step(step)
-    evaluate = _Evaluator(g, x, None, scalar=False, reference=value)
-    search = _Search(evaluate, x, value, h0, eps, tiny, safety, resolution)
+    evaluate = _Evaluator(checked.at_points, x, None, scalar=False, reference=value)
+    # Fast mode settles for √ε: one batch of steps where the projection is smooth.
+    search = _Search(evaluate, x, value, h0, eps, tiny, safety, resolution,
+                     checked.rounding_scale if fast else None, math.sqrt(eps) if fast else None)
     search.run()
     # f's relative noise: ε for an accurately computed f, more where it amplifies its rounding (and so does
     # its backward, through the same operations; and f's noise at x ± h grows with |f(x ± h)|, an error of
     # the same relative size in the estimate).
     relative_noise = eps * max(1.0, search.amplification())
-    numerical, error, allowed, steps, converged = search.result()
-    allowed = allowed + _autograd_floor(jacobian, numerical, relative_noise, safety)
+    numerical, allowed, converged = search.result()
+    _add_autograd_floor(allowed, jacobian, numerical, relative_noise, safety)
     # A failure must survive smaller steps: a staircase (round) or a fast oscillation can fool one window
     # into converging to a slope f does not have, and among many windows of a noisy f one can agree with its
     # neighbours by chance. Columns with a mismatch get every smaller step that could still resolve it;
     # where the chosen and that finest (witness) window disagree, neither is believed (unstable), and a
     # mismatch no independent window confirms is not believed either (unconfirmed).
-    difference = (jacobian - numerical).abs()
+    difference = _difference(jacobian, numerical)
     # A non-finite autograd value is judged without an allowance (CheckReport.nonfinite): no step can settle it.
-    suspect_elements = (difference > allowed) & torch.isfinite(numerical) & torch.isfinite(jacobian)
+    suspect_elements = _finite(numerical)
+    suspect_elements &= _finite(jacobian)
+    suspect_elements &= difference > allowed
     suspect = suspect_elements.any(0)
     unstable = unconfirmed = torch.zeros_like(converged)
     if suspect.any():
         search.confirm(torch.where(suspect_elements, difference, torch.zeros_like(difference)))
-        numerical, error, allowed, steps, converged = search.result()
-        floor = _autograd_floor(jacobian, numerical, relative_noise, safety)
-        allowed = allowed + floor
+        numerical, allowed, converged = search.result()
+        _add_autograd_floor(allowed, jacobian, numerical, relative_noise, safety)
         finest, finest_allowed = search.finest()
         unstable = (numerical - finest).abs() > allowed + finest_allowed
         # On a staircase both 0 (each stair's slope, autograd's for round) and the slope across stairs (the
@@ -714,10 +775,10 @@ def check_jacobian(
         # An independent window, sharing no step with it, confirms the mismatch when it can resolve it (its
         # uncertainty at most the mismatch) and its value sides with the chosen estimate, not with autograd.
         independent, spread = search.independent()
-        mismatch = (jacobian - numerical).abs()
+        mismatch = difference = _difference(jacobian, numerical)
         sides = (jacobian - independent).abs() > (numerical - independent).abs()
         unconfirmed = suspect.unsqueeze(0) & (mismatch > allowed) & ~(sides & (spread <= mismatch))
-    domain = ~torch.isfinite(numerical)
+    domain = ~_finite(numerical)
     kink = torch.zeros_like(domain)
     if kinks:
         kink = search.kinks(search.chosen_window())
@@ -728,17 +789,17 @@ def check_jacobian(
     evaluations = evaluate.count + 2  # plus f(x) above and autograd's own forward
     note = "; ".join(filter(None, [note, evaluate.note]))
     properties = (unmutated(first.names, first.before, first.after),
-                  *_derivative_properties(g, used, seed, nondet_tol, check_undefined_grad, check_batched_grad))
+                  *_derivative_properties(g, used, seed, nondet_tol, check_undefined_grad, check_batched_grad, graph))
     return CheckReport(
-        autograd=jacobian, numerical=numerical, error=error, allowed=allowed, steps=steps,
+        autograd=jacobian, numerical=numerical, allowed=allowed, details=search.details,
         levels=torch.from_numpy(search.tried.copy()), kink=kink, domain=domain, unstable=unstable & ~domain,
         unconfirmed=unconfirmed & ~domain, converged=converged & ~domain, noise=torch.from_numpy(search.noise()),
         amplification=search.amplification(), safety=float(safety), mode=used, method=method, requested=mode,
         note=note, dtype=dtype_name(x.dtype), device=x.device.type,
-        arguments=arguments, output_shape=tuple(value.shape) if len(g.outputs) > 1 else g.outputs[0].shape,
+        arguments=arguments, output_shape=tuple(value.shape) if len(g.outputs) > 1 or fast else g.outputs[0].shape,
         evaluations=evaluations, seconds=time.perf_counter() - start, resolution=resolution,
-        outputs=g.outputs, skipped=g.skipped, call=g.call, order=order, seed=seed, tolerance=tolerance,
-        properties=properties,
+        outputs=checked.outputs, skipped=g.skipped, call=g.call, order=order, seed=seed, tolerance=tolerance,
+        properties=properties, projections=checked.projections if fast else None,
     )
 
 
@@ -756,7 +817,7 @@ def _given_tolerance(atol: object, rtol: object) -> Tolerance | None:
 
 
 def _derivative_properties(g: Signature | SecondOrder, mode: Mode, seed: int, nondet_tol: float,
-                           undefined: bool, vectorized: bool) -> tuple[PropertyCheck, ...]:
+                           undefined: bool, vectorized: bool, graph: Graph | None = None) -> tuple[PropertyCheck, ...]:
     """The property checks of the derivatives the check used: reentrancy and undefined output gradients of
     the backward (reverse mode); undefined tangents (forward mode, first order: second order's tangents
     enter f's backward through one flat vector); batched gradients on request (either mode)."""
@@ -767,7 +828,7 @@ def _derivative_properties(g: Signature | SecondOrder, mode: Mode, seed: int, no
         if vectorized:
             checks.append(batched_forward(g, seed))
         return tuple(checks)
-    graph = Graph.of(g)
+    graph = Graph.of(g) if graph is None else graph
     checks.append(reentrant(graph, seed, nondet_tol))
     if undefined:
         checks.append(undefined_gradients(graph, seed))
@@ -779,29 +840,48 @@ def _derivative_properties(g: Signature | SecondOrder, mode: Mode, seed: int, no
 class _Search:
     """The adaptive step search: central differences at h0·max(|x|, 1)·2^-k, column by column.
 
-    Its bookkeeping is numpy float64 on the CPU: the tables are small, and each torch operation on them would
-    cost more in dispatch than in arithmetic; f is evaluated in torch, on x's device, in x's dtype.
+    Its bookkeeping is numpy float64 on the CPU: each torch operation on the tables would cost more in
+    dispatch than in arithmetic; f is evaluated in torch, on x's device, in x's dtype.
+
+    The tables are sparse: they hold the elements (column j, output i) at which f_i changed when x_j was
+    perturbed, at some step tried (f_i(x ± h e_j) ≠ f_i(x); NaN counts as a change), and the elements a
+    mismatch added. Every other element is flat: its central differences and one-sided gaps are exactly 0
+    at every step, so its estimate is 0 with error 0, its uncertainty the rounding at its column's first
+    window, and it has no kink; it is filled in where a dense (outputs, inputs) result is asked for. An
+    elementwise f has n such elements of n², a Linear layer's output one row of weights per element: the
+    tables then cost what the Jacobian's non-zeros cost, not n·m per step. A flat element cannot improve at
+    smaller steps (its rounding only grows), so it neither keeps its column searching nor stops it.
     """
 
     def __init__(self, evaluate: _Evaluator, x: torch.Tensor, value: torch.Tensor, h0: float, eps: float,
-                 tiny: float, safety: float, resolution: float) -> None:
+                 tiny: float, safety: float, resolution: float, base: np.ndarray | None = None,
+                 precision: float | None = None) -> None:
+        """base: per output, the size of what it is computed from besides the Jacobian's share Σ_k |J_ik|·|x_k|
+        (default |f_i(x)|; a sum of many terms, as a projection is, passes the sum of their sizes).
+        precision: the relative uncertainty at which a column stops improving (default ε^(2/3), as good as a
+        smooth f gives)."""
         self.evaluate, self.eps, self.tiny = evaluate, eps, tiny
         self.safety, self.resolution = safety, resolution
+        self.precision = eps ** (2 / 3) if precision is None else precision
         self.device = x.device
         self.x = x.detach().reshape(-1).cpu().numpy()  # in x's dtype: the points are built from it
         self.value = value.detach().to(torch.float64).reshape(-1).cpu().numpy()
+        self.base = np.abs(self.value) if base is None else base
         self.magnitude = np.abs(self.x.astype(np.float64))
         n, m = self.x.size, self.value.size
+        self.n, self.m = n, m
         self.size = np.maximum(self.magnitude, 1.0)
-        self.grid = np.indices((n, m), sparse=True)  # (column, output) indices into the (n, m) tables
         self.h0 = h0
         floor = eps ** 0.75
         self.max_levels = max(FIRST_LEVELS, math.ceil(math.log2(h0 / floor)) + 1)
-        # Per level (NaN where not computed): the central differences (level, n, m); the gap between
-        # one-sided differences |f(x + h) + f(x - h) - 2 f(x)| / h = |D+ - D-|, which the kink test reads
-        # from the same evaluations; the step (level, n).
-        self.differences = np.full((FIRST_LEVELS, n, m), np.nan)
-        self.gaps = np.full((FIRST_LEVELS, n, m), np.nan)
+        # The elements held, as keys column·m + output, sorted (so that a column's elements are contiguous,
+        # from starts[j] to starts[j + 1]); per level (NaN where not computed) their central differences and
+        # the gaps between one-sided differences |f(x + h) + f(x - h) - 2 f(x)| / h = |D+ - D-|, which the
+        # kink test reads from the same evaluations, (level, element); the steps (level, n).
+        self.keys = np.empty(0, dtype=np.int64)
+        self._index()
+        self.differences = np.full((FIRST_LEVELS, 0), np.nan)
+        self.gaps = np.full((FIRST_LEVELS, 0), np.nan)
         self.h = np.full((FIRST_LEVELS, n), np.nan)
         self.levels = np.zeros(n, dtype=np.int64)  # per column, one past its finest level
         self.tried = np.zeros(n, dtype=np.int64)  # per column, how many steps were evaluated
@@ -813,6 +893,34 @@ class _Search:
         # The windows and the choice for the tables as they stand (recomputed after each level).
         self._windows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._chosen: tuple | None = None
+
+    def _index(self) -> None:
+        """Each held element's column and output, and where each column's elements start."""
+        self.columns, self.rows = np.divmod(self.keys, self.m)
+        self.starts = np.searchsorted(self.keys, np.arange(self.n + 1, dtype=np.int64) * self.m)
+
+    def _hold(self, keys: np.ndarray) -> None:
+        """Add elements (keys column·m + output) to the tables: 0 at the levels their column has computed (f_i
+        did not change there), NaN elsewhere."""
+        # By sorting and searchsorted: numpy's setdiff1d and union1d hash, and hashing these keys is slow.
+        new = np.sort(keys)
+        new = new[np.concatenate([[True], new[1:] != new[:-1]])] if new.size else new
+        held = np.searchsorted(self.keys, new)
+        new = new[(held == self.keys.size) | (self.keys[np.minimum(held, self.keys.size - 1)] != new)] \
+            if self.keys.size else new
+        if not new.size:
+            return
+        merged = np.sort(np.concatenate([self.keys, new]))
+        old, added = np.searchsorted(merged, self.keys), np.searchsorted(merged, new)
+        computed = np.where(np.isfinite(self.h[:, new // self.m]), 0.0, np.nan)
+        for name in ("differences", "gaps"):
+            table = np.full((self.h.shape[0], merged.size), np.nan)
+            table[:, old] = getattr(self, name)
+            table[:, added] = computed
+            setattr(self, name, table)
+        self.keys = merged
+        self._index()
+        self._chosen, self._windows = None, None
 
     def run(self) -> None:
         # One batch: the steps a smooth f needs (two windows, each judged against the other) and the noise
@@ -881,8 +989,9 @@ class _Search:
         return np.maximum(self.eps * (self.scale() if scale is None else scale), self.measured)
 
     def _pairs(self, level_of: np.ndarray, column_of: np.ndarray, extra: np.ndarray | None = None) -> np.ndarray:
-        """Central differences at level_of[k] for column column_of[k], every pair in one batch with the
-        extra points (rows of flat inputs), whose values are returned (outputs in float64)."""
+        """Central differences at level_of[k] for column column_of[k], evaluated with the extra points (rows
+        of flat inputs), whose values are returned (outputs in float64). The points go to f in chunks of at
+        most CHUNK_BYTES (of points or of values), so that memory stays bounded whatever n."""
         # The points are built in numpy, in x's dtype: IEEE addition rounds alike there and on any device.
         x = self.x
         extra = np.empty((0, x.size), dtype=x.dtype) if extra is None else extra
@@ -890,25 +999,63 @@ class _Search:
         h = ((x[column_of] + wanted) - x[column_of]).astype(np.float64)  # the steps x really receives
         usable = h != 0
         self.active[column_of[~usable]] = False  # the step rounded to zero: no smaller step exists
-        if not usable.any() and not len(extra):
-            return np.empty((0, self.value.size))
         used, level_of, h = column_of[usable], level_of[usable], h[usable]
-        rows = h.size
-        points = np.tile(x, (2 * rows, 1))
-        points[np.arange(rows), used] += h.astype(x.dtype)
-        points[np.arange(rows, 2 * rows), used] -= h.astype(x.dtype)
-        values = self.evaluate(torch.from_numpy(np.concatenate([points, extra])).to(self.device)).cpu().numpy()
-        if not rows:
-            return values
-        plus, minus, extra_values = values[:rows], values[rows:2 * rows], values[2 * rows:]
-        self._grow(int(level_of.max()) + 1)
-        self.differences[level_of, used] = (plus - minus) / (2 * h)[:, None]
-        self.gaps[level_of, used] = np.abs(plus + minus - 2 * self.value) / h[:, None]
-        self.h[level_of, used] = h
-        np.maximum.at(self.levels, used, level_of + 1)
-        np.add.at(self.tried, used, 1)
-        self.depth, self._chosen, self._windows = max(self.depth, int(level_of.max()) + 1), None, None
+        if used.size:
+            self._grow(int(level_of.max()) + 1)
+            self.h[level_of, used] = h
+        # Rows of (level, column) per chunk: two points each, of n inputs and m outputs.
+        per_row = 2 * max(x.size * x.itemsize, self.m * 8)
+        chunk = max(1, CHUNK_BYTES // per_row)
+        extra_values = np.empty((0, self.m))
+        for begin in range(0, max(used.size, 1), chunk):
+            rows = slice(begin, begin + chunk)
+            mine = extra if begin == 0 else extra[:0]
+            if not used[rows].size and not len(mine):
+                break
+            found = self._chunk(level_of[rows], used[rows], h[rows], mine)
+            extra_values = found if begin == 0 else extra_values
+        if used.size:
+            np.maximum.at(self.levels, used, level_of + 1)
+            np.add.at(self.tried, used, 1)
+            self.depth = max(self.depth, int(level_of.max()) + 1)
+        self._chosen, self._windows = None, None
         return extra_values
+
+    def _chunk(self, level_of: np.ndarray, used: np.ndarray, h: np.ndarray, extra: np.ndarray) -> np.ndarray:
+        """One evaluation of f: the pairs of points x ± h e_j of these rows and the extra points. Holds every
+        element that changed; returns the extra points' values."""
+        x, rows, first = self.x, used.size, len(extra)
+        # One block of points, built in place (each copy of it costs what f's evaluation costs): the extra
+        # points, x ± h e_j, and x itself where the evaluator compares its batched f(x) with the plain one.
+        with_x = self.evaluate.wants_x
+        points = np.empty((first + 2 * rows + with_x, x.size), dtype=x.dtype)
+        points[:first] = extra
+        points[first:] = x
+        points[np.arange(first, first + rows), used] += h.astype(x.dtype)
+        points[np.arange(first + rows, first + 2 * rows), used] -= h.astype(x.dtype)
+        values = self.evaluate(torch.from_numpy(points).to(self.device), includes_x=with_x).cpu().numpy()
+        extra, values = values[:first], values[first:]
+        if not rows:
+            return extra
+        plus, minus = values[:rows], values[rows:]
+        # An output is unchanged where it equals f(x) as the batched call computes it (a batched f can round
+        # otherwise than a plain call: a batched matrix product sums in another order). NaN compares unequal
+        # too: an element whose stencil leaves f's domain is held.
+        unchanged = self.value if self.evaluate.at_x is None else self.evaluate.at_x
+        changed = plus != unchanged
+        changed |= minus != unchanged
+        row, output = np.nonzero(changed)
+        self._hold(used[row] * self.m + output)
+        # Every held element of these columns, beside the row that evaluated its column.
+        counts = self.starts[used + 1] - self.starts[used]
+        row = np.repeat(np.arange(rows), counts)
+        element = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + self.starts[used][row]
+        output = self.rows[element]
+        step = h[row]
+        self.differences[level_of[row], element] = (plus[row, output] - minus[row, output]) / (2 * step)
+        self.gaps[level_of[row], element] = np.abs(plus[row, output] + minus[row, output]
+                                                   - 2 * self.value[output]) / step
+        return extra
 
     def _grow(self, depth: int) -> None:
         """Room for `depth` levels in the per-level tables (NaN where a level is not computed)."""
@@ -920,10 +1067,12 @@ class _Search:
             self.differences, self.gaps, self.h = more(self.differences), more(self.gaps), more(self.h)
 
     def windows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per window k (steps k, k+1, k+2): Neville's T22 (k, n, m), its error and the finest step (k, n, 1)."""
-        d, h = self.differences[:self.depth], self.h[:self.depth, :, None] ** 2
-        first = (h[:-1] * d[1:] - h[1:] * d[:-1]) / (h[:-1] - h[1:])
-        best = (h[:-2] * first[1:] - h[2:] * first[:-1]) / (h[:-2] - h[2:])
+        """Per window k (steps k, k+1, k+2) and held element: Neville's T22 (k, elements), its error and the
+        finest step (k, elements)."""
+        d, h = self.differences[:self.depth], self.h[:self.depth, self.columns] ** 2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            first = (h[:-1] * d[1:] - h[1:] * d[:-1]) / (h[:-1] - h[1:])
+            best = (h[:-2] * first[1:] - h[2:] * first[:-1]) / (h[:-2] - h[2:])
         # Ridders' error, the change the last extrapolation made, is the error of the once-extrapolated
         # value (order h⁴), far above that of T22 (order h⁶) where truncation dominates. The change to the
         # neighbouring windows' T22, one step coarser and one finer, measures T22's own error (as
@@ -935,13 +1084,16 @@ class _Search:
         # fmax ignores a NaN side: a window beside a missing one is judged by the other.
         error = np.fmax(np.concatenate([missing, change]), np.concatenate([change, missing]))
         error = np.where(np.isnan(error), ridders, error)
-        return best, error, self.h[2:self.depth, :, None]
+        return best, error, self.h[2:self.depth, self.columns]
 
     def scale(self) -> np.ndarray:
         """Per output, |f_i(x)| + Σ_k |J_ik|·|x_k|: the size of what f_i is computed from, shape (m,)."""
         value, _, uncertainty, _, _ = self._choose()
         numerical = np.where(np.isfinite(uncertainty) & np.isfinite(value), value, 0.0)
-        return np.abs(self.value) + self.magnitude @ np.abs(numerical)
+        return self.base + self._row_sums(self.magnitude[self.columns] * np.abs(numerical))
+
+    def _row_sums(self, weights: np.ndarray) -> np.ndarray:
+        return np.bincount(self.rows, weights, minlength=self.m)
 
     def _choose(self):
         if self._chosen is None:
@@ -949,7 +1101,7 @@ class _Search:
         return self._chosen
 
     def _least_uncertain(self, rough: np.ndarray | None = None):
-        """Per element, the window of least uncertainty: (value, error, uncertainty, finest step, window).
+        """Per held element, the window of least uncertainty: (value, error, uncertainty, finest step, window).
 
         The rounding term needs the Jacobian's size; a first choice with |f| alone supplies it (a garbage
         coarse window must not inflate the scale of every other).
@@ -957,10 +1109,11 @@ class _Search:
         if self._windows is None:
             self._windows = self.windows()
         best, error, finest = self._windows
-        size = 0.0 if rough is None else self.magnitude @ np.abs(np.where(np.isfinite(rough), rough, 0.0))
-        noise = self.noise(np.abs(self.value) + size)  # (m,)
+        size = 0.0 if rough is None else \
+            self._row_sums(self.magnitude[self.columns] * np.abs(np.where(np.isfinite(rough), rough, 0.0)))
+        self._noise = noise = self.noise(self.base + size)  # (m,)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            rounding = noise / np.abs(finest)
+            rounding = noise[self.rows] / np.abs(finest)
             uncertainty = error + rounding + self.tiny
             uncertainty = np.where(np.isfinite(uncertainty) & np.isfinite(best), uncertainty, np.inf)
             # Relative, not absolute: at coarse steps a fast-varying f can look flat, and a small garbage
@@ -975,62 +1128,129 @@ class _Search:
         flat = ((best == 0) & (error == 0)) | ~np.isfinite(best)
         settled = flat.all(0) & np.isfinite(best).any(0)
         relative = np.where(settled & (best == 0), 0.0, relative)
-        window = relative.argmin(0)  # (n, m)
+        window = relative.argmin(0) if relative.shape[0] else np.zeros(self.keys.size, dtype=np.int64)
         self._all = (best, uncertainty, relative)
-        rows, columns = self.grid
-        chosen = [best[window, rows, columns], error[window, rows, columns], uncertainty[window, rows, columns],
-                  finest[window, rows, 0]]
+        chosen = [_at(table, window) for table in (best, error, uncertainty, finest)]
         if rough is None:
             return self._least_uncertain(np.where(np.isfinite(chosen[2]), chosen[0], 0.0))
         return (*chosen, window)
 
-    @staticmethod
-    def _reference(value: np.ndarray) -> np.ndarray:
-        """(n, m): each entry's scale, the largest |J| in its row and column."""
+    def _maxima(self, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The largest finite |J| of each column (n,) and each row (m,) among the held elements (0 for the flat)."""
         size = np.abs(np.where(np.isfinite(value), value, 0.0))
-        return np.maximum(size.max(0, keepdims=True), size.max(1, keepdims=True))
+        columns, rows = np.zeros(self.n), np.zeros(self.m)
+        np.maximum.at(columns, self.columns, size)
+        np.maximum.at(rows, self.rows, size)
+        return columns, rows
+
+    def _reference(self, value: np.ndarray) -> np.ndarray:
+        """Per held element, its scale: the largest |J| in its row and column."""
+        columns, rows = self._maxima(value)
+        return np.maximum(columns[self.columns], rows[self.rows])
 
     def _judged(self, value: np.ndarray, uncertainty: np.ndarray, resolution: float | None = None) -> np.ndarray:
-        """(n, m): allowed small enough against the entry's scale (its row's and column's largest |J|)."""
+        """Per held element: allowed small enough against the entry's scale (its row's and column's largest |J|)."""
         resolution = self.resolution if resolution is None else resolution
         exact_zero = (value == 0) & (uncertainty <= self.tiny * 2)
         return (self.safety * uncertainty <= resolution * self._reference(value)) | exact_zero
 
+    def _changed(self) -> np.ndarray:
+        """Per held element: f_i changed at some step of its column (not flat: a mismatch can hold a flat one)."""
+        computed = np.isfinite(self.h[:, self.columns])
+        return (((self.differences != 0) | (self.gaps != 0)) & computed).any(0)
+
     def _stop_judged_columns(self, level: int) -> None:
-        """Stop a column once every element is judged and either precise (uncertainty at most ε^(2/3) of
-        its scale: as good as a smooth f gives) or no longer improving (its best window is two or more
-        steps behind the latest); or once rounding at its latest step alone exceeds the best uncertainty
-        found (a smaller step can only be worse)."""
+        """Stop a column once every element that changed is judged and either precise (uncertainty at most
+        ε^(2/3) of its scale: as good as a smooth f gives) or no longer improving (its best window is two or
+        more steps behind the latest); or once rounding at its latest step alone exceeds the best
+        uncertainty found for each of them (a smaller step can only be worse)."""
         value, _, uncertainty, _, window = self._choose()
         judged = self._judged(value, uncertainty)
-        precise = self._judged(value, uncertainty, self.eps ** (2 / 3) / self.safety)
+        precise = self._judged(value, uncertainty, self.precision / self.safety)
         stalled = (level - 2 - window) >= 2
-        done = (judged & (precise | stalled)).all(1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            rounding = self.noise()[None, :] / np.abs(self.h[level])[:, None]  # (n, m)
-        hopeless = (rounding > uncertainty).all(1)
-        self.active &= ~(done | hopeless)
+            rounding = self.noise()[self.rows] / np.abs(self.h[level, self.columns])
+        changed = self._changed()
+        undone = np.bincount(self.columns[changed & ~(judged & (precise | stalled))], minlength=self.n)
+        hopeful = np.bincount(self.columns[changed & ~(rounding > uncertainty)], minlength=self.n)
+        self.active &= (undone > 0) & (hopeful > 0)
+
+    def _dense(self, held: np.ndarray, flat: np.ndarray | float, fresh: bool = False) -> torch.Tensor:
+        """(m, n) torch: the held elements' values, and `flat` ((m, n), broadcast) everywhere else; fresh: flat
+        is an (m, n) table of its own, filled in place."""
+        if fresh:
+            table = flat
+        else:
+            table = np.empty((self.m, self.n), dtype=np.result_type(held, flat))
+            table[...] = flat
+        table[self.rows, self.columns] = held
+        return torch.from_numpy(table)
+
+    def _flat(self, window: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A flat element's estimate and uncertainty at each column's window (n,): 0 and its rounding,
+        (1, n) and (m, n); NaN and inf where the window's steps were not all computed."""
+        steps = self.h[np.stack([window, window + 1, window + 2]), np.arange(self.n)]  # (3, n)
+        computed = np.isfinite(steps).all(0)
+        inverse = 1 / np.abs(np.where(computed, steps[2], 1.0))
+        uncertainty = np.multiply(self._noise[:, None], inverse[None, :])
+        uncertainty += self.tiny
+        uncertainty[:, ~computed] = np.inf
+        return np.where(computed, 0.0, np.nan)[None, :], uncertainty
+
+    def _first_windows(self) -> np.ndarray:
+        """Per column, its first window whose three steps were computed (a flat element's choice: every
+        window has relative uncertainty 0, and argmin takes the first)."""
+        computed = np.isfinite(self.h)
+        whole = computed[:-2] & computed[1:-1] & computed[2:]
+        return whole.argmax(0) if whole.shape[0] else np.zeros(self.n, dtype=np.int64)
 
     def result(self) -> tuple[torch.Tensor, ...]:
-        """(numerical, error, allowed before autograd's floor, finest step, judged), each (m, n), torch."""
-        value, error, uncertainty, finest, _ = self._choose()
+        """(numerical, allowed before autograd's floor, judged), each (m, n), torch (see details)."""
+        value, _, uncertainty, _, _ = self._choose()
         judged = self._judged(value, uncertainty) & np.isfinite(uncertainty)
+        columns, rows = self._maxima(value)
         value = np.where(np.isfinite(uncertainty), value, np.nan)
-        return tuple(torch.from_numpy(np.ascontiguousarray(t.T))
-                     for t in (value, error, self.safety * uncertainty, finest, judged))
+        first = self._first_windows()
+        # A flat element's estimate is 0 (NaN where its column's first window was not computed, and then
+        # its uncertainty is inf), its error 0, its allowance safety × its rounding.
+        flat_value, flat_allowed = self._flat(first)
+        flat_allowed *= self.safety
+        reference = np.maximum(columns[None, :], rows[:, None])
+        reference *= self.resolution
+        flat_judged = flat_allowed <= reference  # False where not computed: the allowance is inf there
+        # An exact zero (uncertainty at most 2·tiny): an output without rounding noise, in practice.
+        computed = flat_value[0] == 0
+        if computed.any():
+            candidates = np.flatnonzero(self._noise * (1 / np.abs(self.h[first + 2, np.arange(self.n)][computed])).min()
+                                        <= self.tiny)
+            block = flat_allowed[np.ix_(candidates, computed)] <= self.safety * self.tiny * 2
+            flat_judged[np.ix_(candidates, computed)] |= block
+        return (self._dense(value, flat_value), self._dense(self.safety * uncertainty, flat_allowed, fresh=True),
+                self._dense(judged, flat_judged, fresh=True))
+
+    def details(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(error, finest step) of each element's chosen window, each (m, n), torch: the report's per-element
+        account, built when it is read (for a large Jacobian each table is the cost of an evaluation)."""
+        _, error, _, finest, _ = self._choose()
+        first = self._first_windows()
+        flat_value, _ = self._flat(first)
+        return self._dense(error, flat_value), self._dense(finest, self.h[first + 2, np.arange(self.n)][None, :])
 
     def confirm(self, mismatch: torch.Tensor) -> None:
         """Smaller steps for the columns with a mismatch (m, n), in one batch: the next window, and the
         finest whose rounding could still resolve the mismatch (safety × rounding a quarter of it, at most
         the floor ε^(3/4)). A staircase whose stair fits the coarse steps exactly (round, at steps 2^-k
-        apart) looks smooth there and flat below the stair: the finest window must see the same slope."""
+        apart) looks smooth there and flat below the stair: the finest window must see the same slope.
+        The mismatched elements are held from here on, flat or not: their windows are compared below."""
         mismatch = mismatch.numpy().T  # (n, m)
-        columns = np.flatnonzero((mismatch > 0).any(1))
+        column, output = np.nonzero(mismatch > 0)
+        self._hold(column * self.m + output)
+        columns = np.unique(column)
         # The smallest step at which the rounding allowance stays a quarter of the mismatch, per column: a
         # window there can still contradict the chosen one by the mismatch.
-        with np.errstate(divide="ignore"):
-            finest_step = np.where(mismatch > 0, 4 * self.safety * self.noise()[None, :]
-                                   / np.maximum(mismatch, self.tiny), np.inf).min(1)
+        finest_step = np.full(self.n, np.inf)
+        np.minimum.at(finest_step, column, 4 * self.safety * self.noise()[output]
+                      / np.maximum(mismatch[column, output], self.tiny))
         depth = self.levels[columns]
         deepest = np.floor(np.log2(self.h0 * self.size[columns] / np.maximum(finest_step[columns], self.tiny)))
         last = np.clip(deepest.astype(np.int64), np.minimum(depth + 2, self.max_levels - 1), self.max_levels - 1)
@@ -1048,23 +1268,24 @@ class _Search:
         finest window of a column without a mismatch), (m, n)."""
         self._choose()
         best, uncertainty, _ = self._all
-        rows, columns = self.grid
-        last = self.finest_window()[:, None]
-        value, spread = best[last, rows, columns], uncertainty[last, rows, columns]
-        return torch.from_numpy(np.ascontiguousarray(value.T)), torch.from_numpy(np.ascontiguousarray(self.safety * spread.T))
+        last = self.finest_window()
+        value, spread = _at(best, last[self.columns]), _at(uncertainty, last[self.columns])
+        flat_value, flat_uncertainty = self._flat(last)
+        flat_uncertainty *= self.safety
+        return self._dense(value, flat_value), self._dense(self.safety * spread, flat_uncertainty, fresh=True)
 
     def independent(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per element, the value and uncertainty of the window that shares no step with the chosen one and
-        is least uncertain relative to its value, as the chosen one is (NaN and inf where there is none), (m, n)."""
+        """Per held element, the value and uncertainty of the window that shares no step with the chosen one
+        and is least uncertain relative to its value, as the chosen one is (NaN and inf where there is none,
+        and for the flat elements: a mismatch holds its elements before this is asked), (m, n)."""
         window = self._choose()[-1]
         best, uncertainty, relative = self._all
-        disjoint = np.abs(np.arange(best.shape[0])[:, None, None] - window[None]) >= 3
+        disjoint = np.abs(np.arange(best.shape[0])[:, None] - window[None]) >= 3
         pick = np.where(disjoint & np.isfinite(uncertainty), relative, np.inf).argmin(0)
-        rows, columns = self.grid
-        found = disjoint[pick, rows, columns] & np.isfinite(uncertainty[pick, rows, columns])
-        value = np.where(found, best[pick, rows, columns], np.nan)
-        spread = np.where(found, uncertainty[pick, rows, columns], np.inf)
-        return torch.from_numpy(np.ascontiguousarray(value.T)), torch.from_numpy(np.ascontiguousarray(spread.T))
+        found = _at(disjoint, pick) & np.isfinite(_at(uncertainty, pick))
+        value = np.where(found, _at(best, pick), np.nan)
+        spread = np.where(found, _at(uncertainty, pick), np.inf)
+        return self._dense(value, np.nan), self._dense(spread, np.inf)
 
     def finest_window(self) -> np.ndarray:
         """Per column, the index (its first step) of the window confirm() chose as witness, else the finest."""
@@ -1072,28 +1293,57 @@ class _Search:
 
     def chosen_window(self) -> np.ndarray:
         """Per column, the window chosen for its finest-resolved element."""
-        return self._choose()[-1].max(1)
+        window = self._first_windows()
+        np.maximum.at(window, self.columns, self._choose()[-1])
+        return window
 
     def kinks(self, window: np.ndarray) -> torch.Tensor:
         """(m, n): at each column's window k, one-sided differences whose gap does not halve from step k to
-        step k + 1 (a smooth f: h·f'' halves; a kink: the jump in slope stays), above rounding noise."""
-        columns = np.arange(window.size)
-        coarse, fine = self.gaps[window, columns], self.gaps[window + 1, columns]  # (n, m)
-        noise = 2 * self.noise()[None, :] / np.abs(self.h[window + 1, columns])[:, None]
+        step k + 1 (a smooth f: h·f'' halves; a kink: the jump in slope stays), above rounding noise. A
+        flat element has no gap, and no kink."""
+        mine = window[self.columns]
+        elements = np.arange(self.keys.size)
+        coarse, fine = self.gaps[mine, elements], self.gaps[mine + 1, elements]
+        noise = 2 * self.noise()[self.rows] / np.abs(self.h[mine + 1, self.columns])
         with np.errstate(invalid="ignore"):
             found = (fine > KINK_RATIO * coarse) & (fine > KINK_NOISE * noise)  # False where a level is missing
-        return torch.from_numpy(np.ascontiguousarray(found.T))
+        return self._dense(found, False)
 
 
-def _autograd_floor(jacobian: torch.Tensor, numerical: torch.Tensor, relative: float, safety: float) -> torch.Tensor:
-    """autograd's own rounding: f's relative noise (ε, or more where f amplifies it) times the scale of the
-    entry's row and column, of either Jacobian's finite entries (a NaN or inf must not widen, or poison, the
-    allowance of its row and column; nan_to_num would turn inf into the largest float)."""
-    def finite(t: torch.Tensor) -> torch.Tensor:
-        return torch.where(torch.isfinite(t), t.abs(), torch.zeros_like(t))
+def _at(table: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """table[index[k], k] for each element k of a (levels or windows, elements) table."""
+    return table[index, np.arange(table.shape[1])] if table.shape[1] else table[0]
 
-    both = torch.maximum(finite(jacobian), finite(numerical))
-    return safety * relative * torch.maximum(both.amax(1, keepdim=True), both.amax(0, keepdim=True))
+
+def _add_autograd_floor(allowed: torch.Tensor, jacobian: torch.Tensor, numerical: torch.Tensor, relative: float,
+                        safety: float) -> None:
+    """Adds autograd's own rounding to the allowance, in place: f's relative noise (ε, or more where f amplifies
+    it) times the scale of the entry's row and column, of either Jacobian's finite entries (a NaN or inf must
+    not widen, or poison, the allowance of its row and column; nan_to_num would turn inf into the largest
+    float). In numpy, a block of rows at a time: no table of the floor itself (see _finite)."""
+    def maxima(t: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:  # per row (m, 1) and column (1, n)
+        size = np.nan_to_num(np.abs(t.numpy()), copy=False, nan=0.0, posinf=0.0)
+        return size.max(1, keepdims=True), size.max(0, keepdims=True)
+
+    (rows, columns), (numerical_rows, numerical_columns) = maxima(jacobian), maxima(numerical)
+    rows = np.maximum(rows, numerical_rows) * (safety * relative)
+    columns = np.maximum(columns, numerical_columns) * (safety * relative)
+    table = allowed.numpy()
+    for begin in range(0, table.shape[0], FLOOR_ROWS):
+        table[begin:begin + FLOOR_ROWS] += np.maximum(rows[begin:begin + FLOOR_ROWS], columns)
+
+
+# The report's tables are float64 on the CPU, and for a large Jacobian a fresh torch tensor costs its pages one
+# fault at a time (torch.isfinite builds several): the element-wise masks are computed in numpy, on the same
+# memory.
+def _finite(t: torch.Tensor) -> torch.Tensor:
+    return torch.from_numpy(np.isfinite(t.numpy()))
+
+
+def _difference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    with np.errstate(invalid="ignore"):  # inf - inf is NaN, as in torch, without a warning
+        difference = np.subtract(a.numpy(), b.numpy())
+    return torch.from_numpy(np.abs(difference, out=difference))
 
 
 def _autograd_jacobian(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, mode: Mode, outputs: int,
@@ -1123,13 +1373,21 @@ def _autograd_jacobian(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tenso
         value = f(leaf)
         if not value.requires_grad:  # no output depends on x: a zero Jacobian, as autograd defines it
             return torch.zeros(outputs, x.numel(), dtype=torch.float64), "reverse", "torch.autograd.grad", note
-        if outputs > FEW_OUTPUTS and outputs * outputs <= BATCHED_ROWS_LIMIT:
+        if outputs > FEW_OUTPUTS:
             try:
-                seeds = torch.eye(outputs, dtype=value.dtype, device=value.device)
-                (rows,) = torch.autograd.grad(value, leaf, seeds, retain_graph=True, is_grads_batched=True,
-                                              allow_unused=True)
-                rows = torch.zeros(outputs, x.numel(), dtype=x.dtype, device=x.device) if rows is None else rows
-                return flat_jacobian(rows, x), "reverse", "torch.autograd.grad with is_grads_batched=True", note
+                # The identity it is seeded with, BATCHED_ROWS_LIMIT elements of it at a time, into one float64
+                # table (numpy's: see _finite).
+                block, jacobian = max(1, BATCHED_ROWS_LIMIT // outputs), np.zeros((outputs, x.numel()))
+                for begin in range(0, outputs, block):
+                    count = min(block, outputs - begin)
+                    seeds = torch.zeros(count, outputs, dtype=value.dtype, device=value.device)
+                    seeds[torch.arange(count), torch.arange(begin, begin + count)] = 1
+                    (rows,) = torch.autograd.grad(value, leaf, seeds, retain_graph=True, is_grads_batched=True,
+                                                  allow_unused=True)
+                    if rows is not None:
+                        jacobian[begin:begin + count] = flat_jacobian(rows, x).numpy()
+                return (torch.from_numpy(jacobian), "reverse", "torch.autograd.grad with is_grads_batched=True",
+                        note)
             except (RuntimeError, NotImplementedError) as error:  # a backward vmap cannot batch
                 note = "; ".join(filter(None, [note, f"torch.autograd.grad could not batch f's backward "
                                                      f"({first_line(error)}); one backward per output instead"]))

@@ -346,17 +346,29 @@ class _Evaluator:
         self.batched = vectorize is not False
         self.reference = reference if vectorize is None else None
         self.note = ""  # why the points went one at a time, where vmap evaluated f wrongly
+        # f(x) as the batched call computed it, float64 rows (set by the first batch when it compared; a batched
+        # f can round otherwise than a plain call: a batched matrix product sums in another order).
+        self.at_x: np.ndarray | None = None
 
-    def __call__(self, points: torch.Tensor, *, complex_step: bool = False) -> torch.Tensor:
-        """f at each row of points (flattened inputs) as float64 rows (points, outputs)."""
+    @property
+    def wants_x(self) -> bool:
+        """The next batched call compares its f(x) with the plain one: a caller that builds the points can
+        end them with x itself (includes_x), which saves copying them to append it."""
+        return self.reference is not None and self.batched
+
+    def __call__(self, points: torch.Tensor, *, complex_step: bool = False, includes_x: bool = False) -> torch.Tensor:
+        """f at each row of points (flattened inputs) as float64 rows (points, outputs). includes_x: the last
+        row is x itself, for the comparison with the plain f(x) (see wants_x); its value is not returned."""
         points = points.reshape(-1, *self.shape)
         with torch.no_grad():
-            outputs = self._batched(points) if self.batched else None
+            outputs = self._batched(points, includes_x) if self.batched else None
             if outputs is None:
                 self.batched = False
                 outputs = torch.stack([self._one(point) for point in points])
-        self.count += points.shape[0]
-        outputs = outputs.reshape(points.shape[0], -1)
+                outputs = outputs[:-1] if includes_x else outputs
+        rows = points.shape[0] - includes_x
+        self.count += rows
+        outputs = outputs.reshape(rows, -1)
         if self.scalar and outputs.shape[1] != 1:
             raise NonScalarOutputError(
                 f"f(x) has {outputs.shape[1]} elements; a gradient needs a scalar output "
@@ -373,9 +385,9 @@ class _Evaluator:
             raise CheckInputError("f(x) returned complex values for a real x; check a real-valued function")
         return outputs.to(torch.float64)
 
-    def _batched(self, points: torch.Tensor) -> torch.Tensor | None:
+    def _batched(self, points: torch.Tensor, includes_x: bool = False) -> torch.Tensor | None:
         reference, self.reference = self.reference, None  # compared once, on the first batch
-        if reference is not None:
+        if reference is not None and not includes_x:
             points = torch.cat([points, self.x.reshape(1, *self.shape)])
         try:
             outputs = self._tensor(torch.func.vmap(self.f)(points))
@@ -386,9 +398,10 @@ class _Evaluator:
                 raise
             return None
         if reference is None:
-            return outputs
+            return outputs[:-1] if includes_x else outputs
         self.count += 1  # x itself
         if _same_up_to_rounding(outputs[-1], reference, self.x.dtype):
+            self.at_x = outputs[-1].reshape(-1).to(torch.float64).cpu().numpy()
             return outputs[:-1]
         self.note = ("torch.func.vmap evaluated f(x) differently from a plain call (a batching rule that does "
                      "not hold for f); its points were evaluated one at a time")

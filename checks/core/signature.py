@@ -263,8 +263,9 @@ class Signature:
         """A flat vector of the checked elements cut into one piece per argument."""
         return [flat[a.offset:a.offset + a.numel] for a in self.arguments]
 
-    def arguments_of(self, pieces: Sequence[torch.Tensor]) -> list[object]:
-        """f's arguments rebuilt from one piece per checked argument (fresh copies of the rest)."""
+    def arguments_of(self, pieces: Sequence[torch.Tensor], copy: bool = True) -> list[object]:
+        """f's arguments rebuilt from one piece per checked argument (fresh copies of the rest). copy=False
+        passes the pieces themselves, for points made for one call (the estimate's)."""
         rebuilt, k = [], 0
         for x in self.inputs:
             if not _differentiable(x):
@@ -276,23 +277,28 @@ class Signature:
                 if k in self._bases:  # a sample: the other elements held at their values
                     base, positions = self._bases[k]
                     piece = base.index_put((positions,), piece)
-                # A copy: f may change its argument in place, which must not reach the flat vector (the
-                # evaluation points, or autograd's leaf).
-                parts.append(piece.reshape(argument.shape).clone())
+                # A copy: f may change its argument in place, which must not reach the flat vector (autograd's
+                # leaf, or x itself).
+                piece = piece.reshape(argument.shape)
+                parts.append(piece.clone() if copy else piece)
                 k += 1
             rebuilt.append(torch.complex(*parts) if x.is_complex() else parts[0])
         return rebuilt
 
-    def outputs_of(self, pieces: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    def outputs_of(self, pieces: Sequence[torch.Tensor], copy: bool = True) -> list[torch.Tensor]:
         """f's differentiable outputs for one piece per checked argument, as real tensors."""
-        return self._real(self.f(*self.arguments_of(pieces)))
+        return self._real(self.f(*self.arguments_of(pieces, copy)))
 
-    def outputs_at(self, flat: torch.Tensor) -> list[torch.Tensor]:
+    def outputs_at(self, flat: torch.Tensor, copy: bool = True) -> list[torch.Tensor]:
         """f's differentiable outputs at a flat vector, as real tensors."""
-        return self.outputs_of(self.pieces(flat))
+        return self.outputs_of(self.pieces(flat), copy)
 
     def __call__(self, flat: torch.Tensor) -> torch.Tensor:
-        return torch.cat([part.reshape(-1) for part in self.outputs_at(flat)])
+        return _flat(self.outputs_at(flat))
+
+    def at_points(self, flat: torch.Tensor) -> torch.Tensor:
+        """f at points made for this call alone (the estimate's): no copies of its arguments."""
+        return _flat(self.outputs_at(flat, copy=False))
 
     def shown(self) -> str:
         """The inputs as values, for a message."""
@@ -303,6 +309,11 @@ class Signature:
     def call(self) -> str:
         """f(x, weight, bias), with f's own argument names."""
         return f"f({', '.join(self.names)})"
+
+
+def _flat(parts: list[torch.Tensor]) -> torch.Tensor:
+    """f's outputs as one flat vector (a single one reshaped, not copied)."""
+    return parts[0].reshape(-1) if len(parts) == 1 else torch.cat([part.reshape(-1) for part in parts])
 
 
 class SecondOrder:
@@ -327,9 +338,15 @@ class SecondOrder:
     def outputs_at(self, flat: torch.Tensor) -> list[torch.Tensor]:
         return [self(flat)]
 
+    def at_points(self, flat: torch.Tensor) -> torch.Tensor:
+        return self(flat)
+
     def __call__(self, flat: torch.Tensor) -> torch.Tensor:
         n = self.first.x.numel()
-        x, v = flat[:n], flat[n:]
+        # v a tensor of its own: a slice of flat sits at storage offset n, and a backward that views its
+        # gradient as complex (torch.view_as_real's) refuses an odd offset ("Tensor must have a storage_offset
+        # divisible by 2").
+        x, v = flat[:n], flat[n:].clone()
         with torch.enable_grad():
             # Under the estimate's no_grad the point is a plain tensor; under autograd (either mode) it is
             # already part of the graph that differentiates this function.

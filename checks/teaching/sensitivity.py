@@ -10,6 +10,8 @@ The checkers, each asked "is this backward wrong?" for every case of checks.teac
 - naive central: the textbook recipe, a fixed step NAIVE_STEP and a fixed tolerance (NAIVE_RTOL,
   NAIVE_ATOL) whatever the dtype, dividing by the step asked for.
 - this checker: checks.core.checker.check_jacobian (Richardson estimate, per-element allowance).
+- this checker (fast): the same with fast=True, random projections (not among the book's default
+  CHECKERS: benchmarks/checker.py runs it beside them).
 
 A flag (a failed check) on a correct op is a false alarm; on a mutant, a detection. This checker has a third
 outcome, inconclusive (an element it cannot judge: a kink, f not finite near x, an estimate too uncertain):
@@ -116,8 +118,8 @@ def _naive(f: Function, x: torch.Tensor) -> Verdict:
     return not close, False, 2 * flat.numel() + 1
 
 
-def _ours(f: Function, x: torch.Tensor) -> Verdict:
-    report = check_jacobian(f, x)
+def _ours(f: Function, x: torch.Tensor, fast: bool = False) -> Verdict:
+    report = check_jacobian(f, x, fast=fast)
     return report.failed, report.outcome == "inconclusive", report.evaluations
 
 
@@ -126,6 +128,7 @@ RUNNERS: dict[str, Callable[[Function, torch.Tensor], Verdict]] = {
     "gradcheck (fast)": lambda f, x: _gradcheck(f, x, fast=True),
     "naive central": _naive,
     "this checker": _ours,
+    "this checker (fast)": lambda f, x: _ours(f, x, fast=True),
 }
 
 
@@ -133,8 +136,8 @@ def runner(checker: str, dtype: torch.dtype, tuned: Mapping[str, Setting] | None
            ) -> Callable[[Function, torch.Tensor], Verdict]:
     """The checker, as a function (f, x) -> (flagged, inconclusive, evaluations of f) for inputs of dtype;
     a tuned gradcheck at its setting for dtype in tuned."""
-    if checker not in CHECKERS:
-        raise CheckInputError(f"checker {checker!r} is not one of {CHECKERS}")
+    if checker not in CHECKERS and checker not in RUNNERS:
+        raise CheckInputError(f"checker {checker!r} is not one of {(*CHECKERS, *RUNNERS.keys() - set(CHECKERS))}")
     if checker not in TUNED:
         return RUNNERS[checker]
     setting = (tuned or {}).get(dtype_name(dtype))
