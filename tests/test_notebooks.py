@@ -121,7 +121,8 @@ def test_the_markdown_is_the_rendered_page_not_its_myst_source(book_html: Path, 
             assert name in cell.get("attachments", {}), f"{chapter}: image {name} is not attached"
     # The page's first heading is the notebook's.
     title = page(book_html, f"{chapter}.html").select_one("main h1").get_text(strip=True).rstrip("#")
-    assert markdown[0].startswith(f"# {title}")
+    # Inline code in a title is code in the notebook's heading and plain text in the page's.
+    assert markdown[0].splitlines()[0].replace("`", "") == f"# {title}"
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

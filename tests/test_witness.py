@@ -114,6 +114,25 @@ def test_a_numerical_witness_records_the_step_its_code_used_or_none() -> None:
         checks.witness(SQUARE, 3.0, stored, devices="cpu", step=h)
 
 
+def test_a_step_rule_gives_each_dtype_its_own_step_and_allowance() -> None:
+    def step_for(x):
+        return torch.finfo(x.dtype).eps ** (1 / 3) * 3.0
+
+    def central(x):
+        h = step_for(x)
+        with torch.no_grad():
+            return (SQUARE.f(x + h) - SQUARE.f(x - h)) / (2 * h)
+
+    results = checks.witness(SQUARE, 3.0, central, how="numerical", devices="cpu", step=step_for,
+                             dtypes=("float32", "float64"))
+    for dtype in (torch.float32, torch.float64):
+        record = results.one(dtype=str(dtype).removeprefix("torch."))
+        assert record.step == step_for(torch.zeros((), dtype=dtype)) and record.passed
+        assert f"h = {record.step:.3g}" in record.tolerance["reason"]
+    with pytest.raises(checks.CheckInputError, match="step rule returned for x in float64.*greater than 0"):
+        checks.witness(SQUARE, 3.0, central, how="numerical", devices="cpu", step=lambda x: -1.0)
+
+
 def test_a_comment_naming_autograd_grad_says_nothing_about_how() -> None:
     def backward_then_copy(x):
         y = x * x

@@ -129,7 +129,7 @@ def witness(
     expected_failure: bool = False,
     seed: int = 0,
     weak: str | Mapping[str, str] | None = None,
-    step: float | None = None,
+    step: float | Callable[[torch.Tensor], float] | None = None,
     method: Method = "central",
 ) -> Results | Blanks:
     """Run each code function on a fresh leaf per device and dtype, and compare with the expectation.
@@ -144,11 +144,19 @@ def witness(
     the method ("forward" or "central"). checks cannot read them off the code, so numerical code needs
     step or tolerance= (with its reason): with step, the records keep that step and method, and the default
     tolerance is derived at that step (checks.core.tolerances.numerical_tolerance), not at checks' own.
+    A step that depends on the dtype is given as the rule the code uses: step=rule, rule(x) -> h for the
+    input x in each dtype.
     """
     if not code:
         raise CheckInputError("witness() needs at least one code function, e.g. def stored(x): ... return x.grad")
     if isinstance(expectation, Expectation) and (blanks := expectation.blanks_at(x)):
         return Blanks(expectation, blanks)
+    if callable(step):
+        # Each dtype at the step the reader's rule gives for it.
+        options = {"how": how, "devices": devices, "tolerance": tolerance, "label": label,
+                   "expected_failure": expected_failure, "seed": seed, "weak": weak, "method": method}
+        return sum((witness(expectation, x, *code, dtypes=name, step=_step_of(step, x, name), **options)
+                    for name in planned_dtypes(dtypes, None)), Results([]))
     functions = [function_and_how(item, how) for item in code]
     numerical = [item for item, (_, named) in zip(code, functions) if named == "numerical"]
     if step is not None:
@@ -181,6 +189,17 @@ def witness(
     # The step and method the reader's numerical code used, kept on its records.
     return Results([replace(record, step=step, method=method) if record.how == "numerical" else record
                     for record in results])
+
+
+def _step_of(rule: Callable[[torch.Tensor], float], x: object, dtype: str) -> float:
+    """The step the reader's rule gives for x in dtype, as a number."""
+    try:
+        step = float(rule(reference_input(x).to(to_dtype(dtype))))
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise CheckInputError(f"step= is a rule of x, so it was called with x in {dtype}, and it raised "
+                              f"{type(error).__name__}: {error}; give the step as a number, or a rule that "
+                              f"returns one") from None
+    return number(step, f"step (what your step rule returned for x in {dtype})", above=0)
 
 
 def _tolerance_at(expectation: Expectation, x: object, dtype: str, method: Method, step: float) -> Tolerance:
