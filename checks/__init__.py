@@ -12,6 +12,9 @@ Three subpackages, one per audience:
 - checks.build: the Jupyter Book build's Sphinx extensions, the ledger page and `python -m checks`.
 
 Every name is imported on first use: `import checks` itself loads nothing.
+
+The package raises its own errors rather than asserting, so pytest, which loads its plugin, need not rewrite
+its asserts (PYTEST_DONT_REWRITE): pytest.main in a session that has imported checks gives no warning.
 """
 
 from __future__ import annotations

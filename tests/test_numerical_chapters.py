@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+import torch
+
 from .helpers import embedded_records, main_text, page, table_of_class, tables, without_exercises
 
 
@@ -31,9 +34,13 @@ def test_precision_table_has_measured_and_theoretical_columns_for_every_dtype(bo
 def test_finite_difference_chapter_shows_numerical_records_with_their_telemetry(book_html: Path) -> None:
     soup = without_exercises(page(book_html, "book/finite-differences.html"))
     by_hand, side_by_side, strict = tables(soup)
-    # A central difference written by hand, witnessed as numerical: no method or step of checks' own to show.
-    assert {row["observed how"] for row in by_hand} == {"numerical estimate"} and all(row["verdict"] == "pass" for row in by_hand)
-    assert all("step h" not in row for row in by_hand)
+    # A central difference written by hand, witnessed as numerical with the step rule its code used: each
+    # dtype's row shows that rule's step (ε^(1/3)·|x| at x = 1.3), and checks counted no evaluations of f.
+    assert {row["observed how"] for row in by_hand} == {"numerical estimate (central differences)"}
+    assert all(row["verdict"] == "pass" and row["f evaluations"] == "none" for row in by_hand)
+    for row in by_hand:
+        eps = torch.finfo(getattr(torch, row["dtype"])).eps
+        assert float(row["step h"]) == pytest.approx(eps ** (1 / 3) * 1.3, rel=1e-2)
     numerical = [row for row in side_by_side if row["observed how"].startswith("numerical estimate")]
     assert numerical and any(row["observed how"] == "returned by autograd.grad" for row in side_by_side)
     assert all(row["f evaluations"] not in ("", "none") and row["step h"] != "none" for row in numerical)
