@@ -220,20 +220,27 @@ class Settings:
                                         check_undefined_grad=self.mode == "reverse", **options)
 
 
+def repeatable_dense_outputs(f, xs: list[torch.Tensor]) -> tuple[torch.Tensor, ...] | None:
+    """f's outputs at xs, or None where there is no dense Jacobian to check: no floating output, a sparse one, or
+    a random op (two calls differ). Raises where the op refuses the inputs."""
+    with torch.no_grad():
+        first, second = f(*xs), f(*xs)
+    first = first if isinstance(first, tuple) else (first,)
+    second = second if isinstance(second, tuple) else (second,)
+    if not first or any(a.layout != torch.strided for a in first):
+        return None
+    if not all(torch.equal(a, b) for a, b in zip(first, second)):
+        return None  # random ops (dropout and the like) have no Jacobian to estimate
+    return first
+
+
 def run(name: str, f, inputs: list[torch.Tensor], dtype: torch.dtype, repeat: int,
         settings: Settings = Settings(), sample: str = "sample 0", tuned: dict[str, float] | None = None) -> Row | None:
     xs = [t.to(dtype) for t in inputs]
     try:
-        with torch.no_grad():
-            first, second = f(*xs), f(*xs)
-        first = first if isinstance(first, tuple) else (first,)
-        second = second if isinstance(second, tuple) else (second,)
-        if not first or any(a.layout != torch.strided for a in first):
-            return None  # no floating output, or a sparse one: outside what a dense Jacobian check covers
-        if not sum(a.numel() for a in first) or not all(torch.isfinite(x).all() for x in xs):
+        first = repeatable_dense_outputs(f, xs)
+        if first is None or not sum(a.numel() for a in first) or not all(torch.isfinite(x).all() for x in xs):
             return None  # an empty output, or inputs that are not finite (reference inputs of sign): no Jacobian
-        if not all(torch.equal(a, b) for a, b in zip(first, second)):
-            return None  # random ops (dropout and the like) have no Jacobian to estimate
     except Exception:  # noqa: BLE001 - the op refuses this dtype (float32 only via float64 sample, etc.)
         return None
     def ours() -> tuple[str, str, float, str]:

@@ -238,6 +238,17 @@ MEASURE_JS = """() => {
     const scrollsX = node => ["auto", "scroll"].includes(getComputedStyle(node).overflowX);
     const column = document.querySelector("article.bd-article").getBoundingClientRect();
     const viewport = document.documentElement.clientWidth;
+    // Inside the viewport and every box around it that scrolls or clips.
+    const within = element => {
+        const box = element.getBoundingClientRect();
+        let inside = box.left >= -0.5 && box.right <= viewport + 0.5;
+        for (let node = element.parentElement; node && inside; node = node.parentElement) {
+            if (!scrollsX(node) && getComputedStyle(node).overflowX !== "hidden") continue;
+            const frame = node.getBoundingClientRect();
+            inside = box.left >= frame.left - 0.5 && box.right <= frame.right + 0.5;
+        }
+        return inside;
+    };
     // The ledger's filter panes are lists inside DataTables' controls, not tables of results.
     const tables = [...document.querySelectorAll("article.bd-article table")]
         .filter(table => visible(table) && !table.closest(".dtsp-panesContainer"));
@@ -248,16 +259,7 @@ MEASURE_JS = """() => {
         const at = headings.findIndex(text => text === "verdict" || text === "outcome");
         const cells = [...table.querySelectorAll("tbody > tr")].map(tr => tr.querySelector("td.checks-verdict") ||
             (at >= 0 ? tr.children[at] : null)).filter(cell => cell && visible(cell));
-        for (const cell of cells) {
-            const box = cell.getBoundingClientRect();
-            let inside = box.left >= -0.5 && box.right <= viewport + 0.5;
-            for (let node = cell.parentElement; node && inside; node = node.parentElement) {
-                if (!scrollsX(node) && getComputedStyle(node).overflowX !== "hidden") continue;
-                const frame = node.getBoundingClientRect();
-                inside = box.left >= frame.left - 0.5 && box.right <= frame.right + 0.5;
-            }
-            verdicts.push({text: label(cell), inside});
-        }
+        for (const cell of cells) verdicts.push({text: label(cell), inside: within(cell)});
     }
 
     const overflowing = [];
@@ -297,17 +299,7 @@ MEASURE_JS = """() => {
     }
 
     // Every cell of every check table (the box a table lays itself out in: checks.teaching.display.table_box),
-    // by what it holds, against the viewport and every box around it that scrolls or clips.
-    const within = cell => {
-        const box = cell.getBoundingClientRect();
-        let inside = box.left >= -0.5 && box.right <= viewport + 0.5;
-        for (let node = cell.parentElement; node && inside; node = node.parentElement) {
-            if (!scrollsX(node) && getComputedStyle(node).overflowX !== "hidden") continue;
-            const frame = node.getBoundingClientRect();
-            inside = box.left >= frame.left - 0.5 && box.right <= frame.right + 0.5;
-        }
-        return inside;
-    };
+    // by what it holds.
     const kinds = {"checks-verdict": "verdict", "checks-analytical_gradient": "expected", "checks-observed_gradient": "observed"};
     const cells = [];
     for (const table of document.querySelectorAll("article.bd-article div.checks-table-box table")) {
