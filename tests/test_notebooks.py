@@ -307,15 +307,20 @@ sys.meta_path.insert(0, BuildStackMissing())
 """
 
 # Run by the fresh environment's Python: "Run all" with nbclient (which stops at the first error), then say
-# where `checks` came from.
+# where `checks` came from. The chapters run at once, each from its own process: over TCP, jupyter_client
+# picks a kernel's ports by binding port 0 and closing the socket before the kernel binds it, so two
+# processes can be handed the same port (a kernel that dies of "Address already in use"). Unix sockets in
+# each reader's own folder have no ports to share.
 EXECUTE = """
 import sys
 import nbclient
 import nbformat
+from traitlets.config import Config
 
 notebook = nbformat.read(sys.argv[1], as_version=4)
 notebook.cells.append(nbformat.v4.new_code_cell("import checks\\nprint(checks.__file__)"))
-nbclient.NotebookClient(notebook, timeout=900, kernel_name="python3").execute()
+nbclient.NotebookClient(notebook, timeout=900, kernel_name="python3",
+                        config=Config({"KernelManager": {"transport": "ipc"}})).execute()
 nbformat.write(notebook, sys.argv[1])
 print(notebook.cells[-1].outputs[0].text.strip())
 """
