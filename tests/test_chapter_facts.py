@@ -14,7 +14,7 @@ import checks
 from checks.core.tolerances import NUMERICAL_SAFETY
 from checks.teaching.precision import GRADCHECK_DEFAULTS, Sweep, error_plot
 
-from .browser import PHONE, _open
+from .browser import PHONE, _open, code_lines_wider_than_their_block
 from .helpers import embedded_records, main_text, page, table_of_class, without_exercises
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
@@ -279,7 +279,5 @@ def test_numerical_chapters_write_their_estimates_in_plain_torch(book_html: Path
 def test_visible_code_reads_without_scrolling_at_1280(book_html: Path, site: str, tab, name: str) -> None:
     tab.set_viewport_size({"width": 1280, "height": 900})
     _open(tab, book_html, site, f"book/{name}.html")
-    wide = tab.evaluate("""() => [...document.querySelectorAll('main div.cell_input pre')]
-        .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
-        .map(pre => pre.textContent.split('\\n').reduce((a, b) => a.length > b.length ? a : b))""")
+    wide = code_lines_wider_than_their_block(tab)
     assert not wide, wide

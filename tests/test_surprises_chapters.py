@@ -19,7 +19,7 @@ import torch
 from bs4 import BeautifulSoup
 from torch import nn
 
-from .browser import _open
+from .browser import _open, code_lines_wider_than_their_block
 from .helpers import embedded_records, main_text, page, visible_code, without_exercises
 from .toc import ROOT, toc_chapters
 
@@ -145,9 +145,7 @@ def test_the_visible_code_runs_when_pasted_in_order(pages: dict[str, BeautifulSo
 def test_visible_code_reads_without_scrolling_sideways_at_1280(book_html: Path, site: str, tab, chapter: str) -> None:
     tab.set_viewport_size({"width": 1280, "height": 900})
     _open(tab, book_html, site, f"{chapter}.html")
-    wide = tab.evaluate("""() => [...document.querySelectorAll('main div.cell_input pre')]
-        .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
-        .map(pre => pre.textContent.split('\\n').reduce((a, b) => a.length > b.length ? a : b))""")
+    wide = code_lines_wider_than_their_block(tab)
     assert not wide, f"{chapter}: code lines wider than the column: {wide}"
 
 
