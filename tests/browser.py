@@ -93,9 +93,3 @@ def _open(tab, book_html: Path, site: str, name: str) -> None:
     else:
         tab.goto(site + name, wait_until="load")
 
-
-def code_lines_wider_than_their_block(tab) -> list[str]:
-    """The longest line of each visible code cell of the open page that scrolls sideways in its block."""
-    return tab.evaluate("""() => [...document.querySelectorAll('main div.cell_input pre')]
-        .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
-        .map(pre => pre.textContent.split('\\n').reduce((a, b) => a.length > b.length ? a : b))""")

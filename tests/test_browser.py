@@ -314,6 +314,10 @@ MEASURE_JS = """() => {
     const code = [...document.querySelectorAll("article.bd-article div.checks-failure pre.checks-code")].filter(visible)
         .map(pre => ({text: label(pre), whiteSpace: getComputedStyle(pre).whiteSpace, inside: within(pre),
                       scrolls: scrollsX(pre)}));
+    // The longest line of each code cell a reader sees that scrolls sideways in its block.
+    const codeCells = [...document.querySelectorAll("article.bd-article div.cell_input pre")].filter(visible);
+    const wideCode = codeCells.filter(pre => pre.scrollWidth > pre.clientWidth + 1)
+        .map(pre => pre.textContent.split("\\n").reduce((a, b) => a.length >= b.length ? a : b));
     // Display mathematics stays inside the viewport: a long equation scrolls in its own block.
     const math = [...document.querySelectorAll("article.bd-article mjx-container[display='true']")].filter(visible)
         .map(node => ({text: (node.getAttribute("aria-label") || label(node)).slice(0, 60), inside: within(node)}));
@@ -325,7 +329,8 @@ MEASURE_JS = """() => {
             caption: parseFloat(getComputedStyle(image.closest("figure")?.querySelector("figcaption") || caption).fontSize),
         }));
 
-    return {verdicts, overflowing, text, figures, cells, code, math, pageWidth: document.documentElement.scrollWidth, viewport};
+    return {verdicts, overflowing, text, figures, cells, code, codeCells: codeCells.length, wideCode, math,
+            pageWidth: document.documentElement.scrollWidth, viewport};
 }"""
 
 
@@ -482,6 +487,15 @@ def test_a_failed_check_s_code_keeps_its_indentation_on_a_phone(views) -> None:
     wrong = [f"{key}: {block['text']!r} ({block['whiteSpace']}, inside: {block['inside']})" for key, block in blocks
              if block["whiteSpace"] != "pre" or not block["inside"] or not block["scrolls"]]
     assert not wrong, json.dumps(wrong, indent=1)
+
+
+def test_on_a_desktop_every_line_of_visible_code_is_in_view(views) -> None:
+    """Code the reader is meant to read and paste is read without scrolling sideways at 1280 px. (On a phone
+    a code block scrolls inside itself; the page does not: see the test above on tables.)"""
+    wide = {f"{name}, {theme}": found["wideCode"] for (name, width, theme), found in views.items()
+            if width == "1280" and found["wideCode"]}
+    assert not wide, json.dumps(wide, indent=1, ensure_ascii=False)
+    assert sum(found["codeCells"] for key, found in views.items() if key[1] == "1280") > 200, "too few code cells measured"
 
 
 def test_display_mathematics_fits_a_phone(views) -> None:

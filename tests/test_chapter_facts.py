@@ -14,7 +14,7 @@ import checks
 from checks.core.tolerances import NUMERICAL_SAFETY
 from checks.teaching.precision import GRADCHECK_DEFAULTS, Sweep, error_plot
 
-from .browser import PHONE, _open, code_lines_wider_than_their_block
+from .browser import PHONE, _open
 from .helpers import embedded_records, main_text, page, table_of_class, without_exercises
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
@@ -273,11 +273,3 @@ def test_numerical_chapters_write_their_estimates_in_plain_torch(book_html: Path
     code = " ".join(block.get_text() for block in page(book_html, f"book/{name}.html").select("main div.cell_input"))
     for call in calls:
         assert call in code, call
-
-
-@pytest.mark.parametrize("name", ["failures", "finite-differences", "precision", "decision-guide"])
-def test_visible_code_reads_without_scrolling_at_1280(book_html: Path, site: str, tab, name: str) -> None:
-    tab.set_viewport_size({"width": 1280, "height": 900})
-    _open(tab, book_html, site, f"book/{name}.html")
-    wide = code_lines_wider_than_their_block(tab)
-    assert not wide, wide

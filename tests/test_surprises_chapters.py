@@ -19,7 +19,7 @@ import torch
 from bs4 import BeautifulSoup
 from torch import nn
 
-from .browser import _open, code_lines_wider_than_their_block
+from .browser import _open
 from .helpers import embedded_records, main_text, page, visible_code, without_exercises
 from .toc import ROOT, toc_chapters
 
@@ -139,14 +139,6 @@ def test_the_visible_code_runs_when_pasted_in_order(pages: dict[str, BeautifulSo
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path,
                          env=environment, timeout=300)
     assert run.returncode == 0, f"{chapter}: pasted in order, its code fails:\n{run.stderr[-3000:]}"
-
-
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_visible_code_reads_without_scrolling_sideways_at_1280(book_html: Path, site: str, tab, chapter: str) -> None:
-    tab.set_viewport_size({"width": 1280, "height": 900})
-    _open(tab, book_html, site, f"{chapter}.html")
-    wide = code_lines_wider_than_their_block(tab)
-    assert not wide, f"{chapter}: code lines wider than the column: {wide}"
 
 
 @pytest.mark.parametrize("width", [390, 1280])
