@@ -1,12 +1,14 @@
-"""Swish with a learnable slope, y = x · sigmoid(beta · x), as a custom autograd.Function.
+"""Swish with a learnable slope, y = x · sigmoid(beta · x).
 
-Swish computes the forward; its backward is written by hand from the derivatives
+Swish is a custom autograd.Function: it computes the forward, and its
+backward is written by hand from the derivatives
 
     dy/dx    = s + beta · x · s · (1 - s)      with s = sigmoid(beta · x)
     dy/dbeta = x² · s · (1 - s)
 
-beta has one entry per feature (the last dimension of x), so its gradient is summed over the batch.
-SwishBuggy is the same with a slip a tired author makes: one factor x missing in dy/dbeta.
+beta has one entry per feature (the last dimension of x), so its gradient
+is summed over the batch. SwishBuggy is the same with a slip a tired
+author makes: one factor x missing in dy/dbeta.
 """
 
 import torch
@@ -40,12 +42,15 @@ class SwishBuggy(Swish):
         s = torch.sigmoid(beta * x)
         slope = s * (1 - s)
         grad_x = grad_output * (s + beta * x * slope)
-        grad_beta = (grad_output * x * slope).sum(dim=0)  # bug: x² · s(1 - s) needs both factors x
+        grad_beta = (grad_output * x * slope).sum(dim=0)  # bug: x, not x²
         return grad_x, grad_beta
 
 
 class SwishLayer(nn.Module):
-    """A linear layer followed by Swish with one learnable slope per output feature."""
+    """A linear layer followed by Swish.
+
+    The slope beta is a parameter, with one entry per output feature.
+    """
 
     def __init__(self, features_in: int, features_out: int, swish=Swish):
         super().__init__()

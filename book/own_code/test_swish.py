@@ -1,4 +1,7 @@
-"""Tests of the hand-written Swish backward: every input's gradient, in float32 and float64."""
+"""Tests of the hand-written Swish backward.
+
+Every input's gradient is checked, in float32 and in float64.
+"""
 
 import pytest
 import torch
