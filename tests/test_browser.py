@@ -314,8 +314,10 @@ MEASURE_JS = """() => {
     const code = [...document.querySelectorAll("article.bd-article div.checks-failure pre.checks-code")].filter(visible)
         .map(pre => ({text: label(pre), whiteSpace: getComputedStyle(pre).whiteSpace, inside: within(pre),
                       scrolls: scrollsX(pre)}));
-    // The longest line of each code cell a reader sees that scrolls sideways in its block.
-    const codeCells = [...document.querySelectorAll("article.bd-article div.cell_input pre")].filter(visible);
+    // The longest line of each block of code a reader sees (cells, listings, included files; not outputs or
+    // a failure record's code) that scrolls sideways in its block.
+    const codeCells = [...document.querySelectorAll("article.bd-article div.highlight pre")]
+        .filter(pre => visible(pre) && !pre.closest("div.cell_output, div.checks-failure"));
     const wideCode = codeCells.filter(pre => pre.scrollWidth > pre.clientWidth + 1)
         .map(pre => pre.textContent.split("\\n").reduce((a, b) => a.length >= b.length ? a : b));
     // Display mathematics stays inside the viewport: a long equation scrolls in its own block.
