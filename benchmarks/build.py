@@ -28,7 +28,7 @@ from pathlib import Path
 
 from myst_nb.core.read import is_myst_markdown_notebook
 
-from checks.build.sphinxext import CACHE_FOLDER
+from checks.sphinx.sphinxext import CACHE_FOLDER
 
 ROOT = Path(__file__).resolve().parents[1]
 JUPYTER_BOOK = str(Path(sys.executable).with_name("jupyter-book"))

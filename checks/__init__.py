@@ -9,7 +9,7 @@ Three subpackages, one per audience:
 - checks.teaching: what the book's chapters import. An Expectation is written first -> plan() lays out the
   checks (executed: false) -> Plan.run(code) runs the reader's own PyTorch on each device and dtype
   (witness; scripts of passes on one leaf: run_script) -> Records -> tables on the page, and the ledger.
-- checks.build: the Jupyter Book build's Sphinx extensions, the ledger page and `python -m checks`.
+- checks.sphinx: the Jupyter Book build's Sphinx extensions, the ledger page and `python -m checks`.
 
 Every name is imported on first use: `import checks` itself loads nothing.
 
@@ -60,7 +60,7 @@ _TEACHING = {
     "tuned_gradcheck": "teaching.sensitivity",
 }
 # The book's build: a chapter's heavy result computed once per fingerprint and chapter text.
-_BUILD = {"cached": "build.cache"}
+_BUILD = {"cached": "sphinx.cache"}
 _MODULES = {**_LIBRARY, **_TEACHING, **_BUILD}
 
 

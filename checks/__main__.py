@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .build import ledger
+from .sphinx import ledger
 from .core.errors import CheckInputError
 
 DEFAULT_SITE = "_build/html"

@@ -52,7 +52,7 @@ def browser() -> Iterator[object]:
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
-    # Every page declares the site's icon (checks.build.reader): a request of a missing /favicon.ico is a 404 here,
+    # Every page declares the site's icon (checks.sphinx.reader): a request of a missing /favicon.ico is a 404 here,
     # as on any server, and chromium logs it as a console error of the page that asked.
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base class's name)
         pass

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.build.parallel import PROCESSES_VARIABLE
+from checks.sphinx.parallel import PROCESSES_VARIABLE
 
 # One browser and one local server for every module that reads the site in chromium.
 from .browser import browser, site, tab  # noqa: F401 (fixtures)

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import checks
-from checks.build.apidoc import escape, fields
+from checks.sphinx.apidoc import escape, fields
 
 from .helpers import page
 from .toc import API, REFERENCE, ROOT, toc_chapters, toc_files

@@ -12,9 +12,9 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 from sphinx.cmd.build import build_main
 
-import checks.build.fingerprint
-import checks.build.parallel
-import checks.build.sphinxext
+import checks.sphinx.fingerprint
+import checks.sphinx.parallel
+import checks.sphinx.sphinxext
 
 from .conftest import jupyter_book
 
@@ -61,12 +61,12 @@ def test_chapters_run_at_once_in_their_folders_with_the_build_environment_and_th
     (source / "part").mkdir(parents=True)
     (source / "marks.py").write_text(MARKS)
     (source / "conf.py").write_text("import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n"
-                                    "extensions = ['myst_nb', 'checks.build.parallel', 'marks']\n")
+                                    "extensions = ['myst_nb', 'checks.sphinx.parallel', 'marks']\n")
     (source / "index.md").write_text("# Index\n\n```{toctree}\none\npart/two\n```\n")
     for name in ("one", "part/two"):
         (source / f"{name}.md").write_text(CHAPTER_HEADER + f"# {name}\n\n```{{code-cell}} ipython3\n{WHERE}```\n")
     monkeypatch.setenv("BUILD_MARK", "inherited")
-    monkeypatch.setenv(checks.build.parallel.PROCESSES_VARIABLE, "2")
+    monkeypatch.setenv(checks.sphinx.parallel.PROCESSES_VARIABLE, "2")
     assert build_main(["-b", "html", "-q", str(source), str(tmp_path / "out")]) == 0
     spans = []
     for name, folder in (("one", source), ("part/two", source / "part")):
@@ -84,28 +84,28 @@ def test_outputs_are_handed_over_only_to_the_text_that_was_executed(monkeypatch:
     class Running:
         processes = 2
 
-        def take(self, source: Path) -> tuple[None, checks.build.parallel.Executed]:
-            return None, checks.build.parallel.Executed(executed, 1.0)
+        def take(self, source: Path) -> tuple[None, checks.sphinx.parallel.Executed]:
+            return None, checks.sphinx.parallel.Executed(executed, 1.0)
 
-    monkeypatch.setattr(checks.build.parallel, "_running", Running())
-    monkeypatch.setattr(checks.build.parallel, "_myst_create_client", lambda *arguments: "executed by myst-nb")
+    monkeypatch.setattr(checks.sphinx.parallel, "_running", Running())
+    monkeypatch.setattr(checks.sphinx.parallel, "_myst_create_client", lambda *arguments: "executed by myst-nb")
     edited = new_notebook(cells=[new_code_cell("x = 2")])
-    assert checks.build.parallel._create_client(edited, "chapter.md", None, None) == "executed by myst-nb"
+    assert checks.sphinx.parallel._create_client(edited, "chapter.md", None, None) == "executed by myst-nb"
     same = new_notebook(cells=[new_code_cell("x = 1")])
-    assert isinstance(checks.build.parallel._create_client(same, "chapter.md", None, None), checks.build.parallel.PreExecuted)
+    assert isinstance(checks.sphinx.parallel._create_client(same, "chapter.md", None, None), checks.sphinx.parallel.PreExecuted)
 
 
 @pytest.mark.parametrize("value", ["0", "two", "-1"])
 def test_a_bad_number_of_build_processes_is_named(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(checks.build.parallel.PROCESSES_VARIABLE, value)
+    monkeypatch.setenv(checks.sphinx.parallel.PROCESSES_VARIABLE, value)
     with pytest.raises(Exception, match=rf"CHECKS_BUILD_PROCESSES='{value}'.*at least 1"):
-        checks.build.parallel.processes()
+        checks.sphinx.parallel.processes()
 
 
 def _sphinx_project(tmp_path: Path) -> tuple[Path, Path]:
     source = tmp_path / "src"
     source.mkdir()
-    (source / "conf.py").write_text("extensions = ['checks.build.sphinxext']\n")
+    (source / "conf.py").write_text("extensions = ['checks.sphinx.sphinxext']\n")
     (source / "index.rst").write_text("Index\n=====\n")
     return source, tmp_path / "out"
 
@@ -118,8 +118,8 @@ def test_no_change_rebuild_reads_nothing_but_a_changed_checks_package_rereads_ev
     capsys.readouterr()
     assert build_main(["-b", "html", str(source), str(out)]) == 0
     assert "no targets are out of date" in capsys.readouterr().out
-    taken = checks.build.fingerprint.components()
-    monkeypatch.setattr(checks.build.fingerprint, "components", lambda: {**taken, "checks source": "edited"})
+    taken = checks.sphinx.fingerprint.components()
+    monkeypatch.setattr(checks.sphinx.fingerprint, "components", lambda: {**taken, "checks source": "edited"})
     assert build_main(["-b", "html", str(source), str(out)]) == 0
     assert "reading sources... [100%] index" in capsys.readouterr().out
 
@@ -128,33 +128,33 @@ def test_fingerprint_follows_the_package_source(tmp_path: Path, monkeypatch: pyt
     package = tmp_path / "checks"
     package.mkdir()
     (package / "a.py").write_text("x = 1\n")
-    monkeypatch.setattr(checks.build.fingerprint, "PACKAGE", package)
-    before = checks.build.fingerprint.fingerprint()
-    assert checks.build.fingerprint.fingerprint() == before
+    monkeypatch.setattr(checks.sphinx.fingerprint, "PACKAGE", package)
+    before = checks.sphinx.fingerprint.fingerprint()
+    assert checks.sphinx.fingerprint.fingerprint() == before
     (package / "a.py").write_text("x = 2\n")
-    assert checks.build.fingerprint.fingerprint() != before
+    assert checks.sphinx.fingerprint.fingerprint() != before
 
 
 @pytest.mark.parametrize("distribution", ["torch", "numpy", "pandas"])
 def test_fingerprint_follows_the_versions_that_decide_the_numbers(
     distribution: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    before = checks.build.fingerprint.components()
+    before = checks.sphinx.fingerprint.components()
     assert before[distribution] == importlib.import_module(distribution).__version__
-    installed = checks.build.fingerprint.version
-    monkeypatch.setattr(checks.build.fingerprint, "version", lambda name: "0.0.0" if name == distribution else installed(name))
-    after = checks.build.fingerprint.components()
-    assert after[distribution] == "0.0.0" and checks.build.fingerprint.digest(after) != checks.build.fingerprint.digest(before)
+    installed = checks.sphinx.fingerprint.version
+    monkeypatch.setattr(checks.sphinx.fingerprint, "version", lambda name: "0.0.0" if name == distribution else installed(name))
+    after = checks.sphinx.fingerprint.components()
+    assert after[distribution] == "0.0.0" and checks.sphinx.fingerprint.digest(after) != checks.sphinx.fingerprint.digest(before)
 
 
 def test_fingerprint_follows_the_python_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    before = checks.build.fingerprint.fingerprint()
-    monkeypatch.setattr(checks.build.fingerprint.platform, "python_version", lambda: "0.0.0")
-    assert checks.build.fingerprint.fingerprint() != before
-    assert checks.build.fingerprint.components()["python"] == "0.0.0"
+    before = checks.sphinx.fingerprint.fingerprint()
+    monkeypatch.setattr(checks.sphinx.fingerprint.platform, "python_version", lambda: "0.0.0")
+    assert checks.sphinx.fingerprint.fingerprint() != before
+    assert checks.sphinx.fingerprint.components()["python"] == "0.0.0"
 
 
 def test_fingerprint_follows_the_devices(monkeypatch: pytest.MonkeyPatch) -> None:
-    before = checks.build.fingerprint.components()["devices"]
-    monkeypatch.setattr(checks.build.fingerprint, "available_devices", lambda: ["cpu", "cuda"])
-    assert checks.build.fingerprint.components()["devices"] == "cpu,cuda" != before
+    before = checks.sphinx.fingerprint.components()["devices"]
+    monkeypatch.setattr(checks.sphinx.fingerprint, "available_devices", lambda: ["cpu", "cuda"])
+    assert checks.sphinx.fingerprint.components()["devices"] == "cpu,cuda" != before

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.build import ledger
+from checks.sphinx import ledger
 
 from .conftest import jupyter_book
 from .helpers import Verified, verify

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 import checks
-import checks.build.cache
-from checks.build import ledger
-from checks.build.cache import CACHE_VARIABLE, KEPT, SOURCE_VARIABLE
+import checks.sphinx.cache
+from checks.sphinx import ledger
+from checks.sphinx.cache import CACHE_VARIABLE, KEPT, SOURCE_VARIABLE
 from checks.teaching import records
 from checks.teaching.records import RECORDS_VARIABLE, read_collected
 
@@ -34,7 +34,7 @@ class Counted:
 
 @pytest.fixture
 def in_a_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The variables checks.build.sphinxext gives a chapter's kernel: a cache folder and the chapter's source."""
+    """The variables checks.sphinx.sphinxext gives a chapter's kernel: a cache folder and the chapter's source."""
     source = tmp_path / "chapter.md"
     source.write_text("# A chapter\n")
     monkeypatch.setenv(CACHE_VARIABLE, str(tmp_path / "cache"))
@@ -74,7 +74,7 @@ def test_anything_that_decides_the_result_computes_it_again(
     if change == "chapter text":
         in_a_build.write_text("# A chapter, edited\n")
     elif change == "fingerprint":  # another checks package, torch, Python, numpy, pandas or devices
-        monkeypatch.setattr(checks.build.cache, "fingerprint", lambda: "another")
+        monkeypatch.setattr(checks.sphinx.cache, "fingerprint", lambda: "another")
     else:
         name = "another-suite"
     checks.cached(name, compute)
@@ -98,7 +98,7 @@ def test_records_executed_while_computing_are_collected_again_when_read_back(
 
 def test_old_entries_of_a_chapter_and_name_are_dropped(in_a_build: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for version in range(KEPT + 3):
-        monkeypatch.setattr(checks.build.cache, "fingerprint", lambda version=version: f"version {version}")
+        monkeypatch.setattr(checks.sphinx.cache, "fingerprint", lambda version=version: f"version {version}")
         checks.cached("suite", Counted(version))
     checks.cached("other", Counted())
     entries = sorted(path.name for path in (in_a_build.parent / "cache").iterdir())

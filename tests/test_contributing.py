@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.build import ledger
+from checks.sphinx import ledger
 
 from .conftest import ROOT, jupyter_book
 from .helpers import embedded_records, main_text, page

@@ -12,7 +12,7 @@ import torch
 from bs4 import BeautifulSoup, Tag
 
 import checks
-from checks.build import ledger
+from checks.sphinx import ledger
 
 from .helpers import embedded_records, page
 from .toc import toc_chapters

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from checks.__main__ import main
-from checks.build import ledger
+from checks.sphinx import ledger
 
 from .helpers import embedded_records, main_text, page
 from .toc import toc_files

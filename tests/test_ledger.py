@@ -13,8 +13,8 @@ from bs4 import BeautifulSoup
 
 import checks
 from checks.__main__ import main
-from checks.build import ledger
-from checks.build.fingerprint import components
+from checks.sphinx import ledger
+from checks.sphinx.fingerprint import components
 from checks.teaching.display import records_html
 
 SQUARE = checks.Expectation("x*x", lambda x: x * x, "2*x", lambda x: 2 * x, "power rule")

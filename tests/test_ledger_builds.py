@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.build import ledger
+from checks.sphinx import ledger
 
 from .conftest import PARALLEL, ROOT, build_book, jupyter_book
 from .helpers import page, verify, weak_note
@@ -158,7 +158,7 @@ def test_problems_do_not_stop_the_build_but_fail_python_dash_m_checks(tmp_path: 
 
 
 def test_an_edited_stylesheet_reaches_the_site_when_no_page_changed(tmp_path: Path) -> None:
-    # Sphinx 7 skips copying static files when no page is out of date; checks.build.sphinxext copies them anyway.
+    # Sphinx 7 skips copying static files when no page is out of date; checks.sphinx.sphinxext copies them anyway.
     source = small_book(tmp_path / "src", {"one": chapter("One", "checks.plan(square, 3.0).run()")})
     (source / "_static").mkdir()
     (source / "_static" / "note.css").write_text("p { color: black; }\n")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.build import ledger
+from checks.sphinx import ledger
 
 from .conftest import build_book, jupyter_book
 from .helpers import Verified, embedded_records, page, verify
@@ -90,7 +90,7 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> Broken:
     chapters = {"one": chapter("One", "checks.plan(square, 3.0).run()")}
     source = small_book(output / "src", chapters)
     (source / "killer.py").write_text(KILLER)
-    config = (source / "_config.yml").read_text().replace("    - checks.build.reader\n", "    - checks.build.reader\n    - killer\n")
+    config = (source / "_config.yml").read_text().replace("    - checks.sphinx.reader\n", "    - checks.sphinx.reader\n    - killer\n")
     (source / "_config.yml").write_text(config)
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setenv("PYTHONPATH", str(source))

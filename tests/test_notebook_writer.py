@@ -9,7 +9,7 @@ import nbformat
 from docutils import nodes
 from docutils.core import publish_doctree
 
-from checks.build.notebooks import Page, reader_notebook
+from checks.sphinx.notebooks import Page, reader_notebook
 
 from .test_notebooks import MARKDOWN, visible_text
 

@@ -23,7 +23,7 @@ from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from myst_nb.core.read import read_myst_markdown_notebook
 
-from checks.build.notebooks import INSTALL_TAG, NOTEBOOKS_FOLDER
+from checks.sphinx.notebooks import INSTALL_TAG, NOTEBOOKS_FOLDER
 
 from .helpers import page
 from .test_exercises import code_cells, exercises

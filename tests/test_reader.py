@@ -10,7 +10,7 @@ import pytest
 import torch
 import yaml
 
-from checks.build.reader import FAVICON, environment_line, insert_after_title
+from checks.sphinx.reader import FAVICON, environment_line, insert_after_title
 from checks.core.devices import available_devices
 
 from .helpers import page

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from checks.build import ledger
+from checks.sphinx import ledger
 from checks.teaching.display import percent
 from checks.teaching.records import WEAK_ABOVE
 

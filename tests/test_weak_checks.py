@@ -13,7 +13,7 @@ from bs4 import BeautifulSoup
 
 import checks
 from checks.__main__ import main
-from checks.build import ledger
+from checks.sphinx import ledger
 from checks.core.compare import compare, detectable
 from checks.core.numerical import default_step, representable_step
 from checks.core.tolerances import ASSERT_CLOSE_DEFAULTS

@@ -7,5 +7,5 @@ output gradients, batched), numerical (finite-difference estimates), tolerances 
 their reasons, torch.testing-style mismatch reports), errors, dtypes, devices, validate and indices
 (argument checks and small helpers shared by the above), and pytest_plugin (the fixture check_gradients,
 registered under the pytest11 entry point).
-Nothing here imports checks.teaching or checks.build.
+Nothing here imports checks.teaching or checks.sphinx.
 """

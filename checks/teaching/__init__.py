@@ -4,5 +4,5 @@ Data flows one way: expectations (the derivative written first) -> planning (che
 execute (checks observes f itself) / witness (runs the reader's own PyTorch) -> records (collected at
 execution, for the ledger) -> results, display and tables (what a page shows). plan ties them together
 for a chapter: plan(...), Plan.run(code), witness(...). higher (Jacobians and Hessians), precision,
-sensitivity, mutants and figures serve single chapters. Built on checks.core; never imports checks.build.
+sensitivity, mutants and figures serve single chapters. Built on checks.core; never imports checks.sphinx.
 """

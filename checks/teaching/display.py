@@ -533,7 +533,7 @@ def discrepancy(record: Record) -> dict[str, str]:
     }
 
 
-# What a page states once under its title (checks.build.reader's line); a record repeats only what differs.
+# What a page states once under its title (checks.sphinx.reader's line); a record repeats only what differs.
 PAGE_WIDE = ("torch", "python", "os", "cpu", "gpu", "default_dtype")
 ENVIRONMENT_WORDS = {"torch": "torch", "python": "python", "os": "OS", "cpu": "CPU", "gpu": "GPU",
                      "default_dtype": "default dtype"}

@@ -10,11 +10,11 @@ check. The book's ledger is built from what was collected, never from what was s
 - In any process, collected() returns the executed records constructed so far, in the order first seen;
   the same id constructed again (a re-run cell, dataclasses.replace) keeps the last one.
 - When the environment variable CHECKS_RECORDS (RECORDS_VARIABLE) names a file, each executed record is
-  also appended to it as one JSON line, with a single O_APPEND write. checks.build.sphinxext sets it to a
+  also appended to it as one JSON line, with a single O_APPEND write. checks.sphinx.sphinxext sets it to a
   per-chapter file (records_path(doctreedir, docname)) before the chapter is executed; the kernel
   inherits it, and the extension reads the file back when the chapter has been read.
   Anyone executing a chapter another way (a pool of kernels, say) gives that kernel
-  checks.build.sphinxext.kernel_environment(app, docname): one variable, one file per chapter, so chapters
+  checks.sphinx.sphinxext.kernel_environment(app, docname): one variable, one file per chapter, so chapters
   running at the same time never share a file.
 - Records loaded back from JSON (from_dict, from_json, load_records) are not collected: they were
   executed elsewhere.

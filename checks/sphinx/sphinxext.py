@@ -2,7 +2,7 @@
 
 Sphinx re-reads (and so re-executes) a chapter only when its source changes. The chapters' numbers also
 depend on the `checks` package, the torch, Python, numpy and pandas versions and the devices present
-(checks.build.fingerprint), so their fingerprint is a config value with rebuild="env": when it changes, Sphinx
+(checks.sphinx.fingerprint), so their fingerprint is a config value with rebuild="env": when it changes, Sphinx
 re-reads every chapter.
 
 The ledger holds every check executed, displayed or not (see checks.teaching.records, "Collection at execution"):
@@ -11,7 +11,7 @@ The ledger holds every check executed, displayed or not (see checks.teaching.rec
    could verify) and the folder of per-chapter record files, <doctreedir>/checks-records/, is emptied.
 2. source-read: CHECKS_RECORDS is set to the chapter's own file, records_path(doctreedir, docname), so
    the kernel myst-nb starts for it appends each executed record there. Chapters read in parallel
-   (sphinx -j, forked workers) each get their own file. checks.build.parallel, which starts the kernels of the
+   (sphinx -j, forked workers) each get their own file. checks.sphinx.parallel, which starts the kernels of the
    chapters to be read before Sphinx reads them, gives each kernel kernel_environment(app, docname) through
    its checks-kernel-environment event, and the extension finds the file the same way.
 3. doctree-read: the chapter's file is read back into the build environment with how the chapter was
@@ -27,7 +27,7 @@ A contributor is told at build time, by Sphinx warnings (so `jupyter-book build 
 
 - every build, including one that reads nothing again, warns once per problem record (an unexpected
   failure, or a declared expected failure that passed), naming the chapter, the check, expected, observed
-  and the formula it came from (checks.build.ledger.describe_problem, as `python -m checks` says it);
+  and the formula it came from (checks.sphinx.ledger.describe_problem, as `python -m checks` says it);
 - a source file that _toc.yml leaves out (only_build_toc_files: sphinx-external-toc excludes it) is a
   warning, and the ledger's stamp lists it, so `python -m checks` names it too;
 - a page no longer built (its chapter dropped from the toc, or deleted) has its HTML, its sources copies
@@ -375,7 +375,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", _start_build)
     app.connect("builder-inited", _left_out_pages)
     app.connect("source-read", _before_execution)
-    app.setup_extension("checks.build.parallel")  # executes the chapters; each kernel gets its record file
+    app.setup_extension("checks.sphinx.parallel")  # executes the chapters; each kernel gets its record file
     app.connect(parallel.ENVIRONMENT_EVENT, kernel_environment)
     app.connect("doctree-read", _collect)
     app.connect("env-purge-doc", _purge)

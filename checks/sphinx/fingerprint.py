@@ -1,7 +1,7 @@
 """The build's fingerprint: what, besides a chapter's own text, decides the numbers the book shows.
 
 The checks package's source, the versions of torch, Python, numpy and pandas, and the devices the checks
-run on. checks.build.sphinxext re-executes every chapter when it changes; the ledger is stamped with it, and
+run on. checks.sphinx.sphinxext re-executes every chapter when it changes; the ledger is stamped with it, and
 `python -m checks` refuses a ledger whose fingerprint differs from the one of the sources beside it.
 """
 

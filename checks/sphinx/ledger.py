@@ -212,7 +212,7 @@ def read(path: str | Path) -> Ledger:
         raise CheckInputError(f"{path} cannot be read: {error.strerror}") from None
     if not (isinstance(data, dict) and isinstance(data.get("build"), dict) and isinstance(data.get("checks"), list)):
         raise CheckInputError(f'{path} is not a ledger: expected {{"build": {{...}}, "checks": [...]}} '
-                              f"(written by checks.build.sphinxext; rebuild the book)")
+                              f"(written by checks.sphinx.sphinxext; rebuild the book)")
     build, entries = data["build"], [from_json_entry(item) for item in data["checks"]]
     if build.get("finished") is not True:
         raise CheckInputError(f"{path} is from a build that did not finish; rebuild the book")
@@ -381,7 +381,7 @@ def describe_problem(record: dict[str, Any], outcome: str, where: str) -> list[s
     """An unexpected failure or pass of a record (a dictionary, as stored), in lines: what and where, the
     expected value beside the formula it came from, the observed value, then the comparison's message.
 
-    The build's warnings (checks.build.sphinxext) and `python -m checks` both say it this way.
+    The build's warnings (checks.sphinx.sphinxext) and `python -m checks` both say it this way.
     """
     lines = [f"{outcome}: {record['check']} ({record['dtype']} on {record['device']}, {record['how']}) in {where}",
              f"    expected {brief(record['analytical_gradient'])}, from the formula {record['gradient_formula']} "

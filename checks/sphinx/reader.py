@@ -133,8 +133,8 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", _local_mathjax)
     app.connect("config-inited", _favicon)
     app.connect("build-finished", _copy_mathjax)
-    # reader.css lies in the package's static folder, which checks.build.sphinxext adds to the build.
-    app.setup_extension("checks.build.sphinxext")
+    # reader.css lies in the package's static folder, which checks.sphinx.sphinxext adds to the build.
+    app.setup_extension("checks.sphinx.sphinxext")
     app.connect("html-page-context", _on_page)
     app.add_css_file("reader.css")
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -333,7 +333,7 @@ class NotebookWriter:
             return f"![{alt}]({uri})"
         path = self.page.images.get(posixpath.basename(uri))
         if path is None or not path.is_file():
-            logger.warning(f"checks.build.notebooks: image {uri} not found; the notebook shows its alt text")
+            logger.warning(f"checks.sphinx.notebooks: image {uri} not found; the notebook shows its alt text")
             return alt
         mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         self.attachments[path.name] = {mime: base64.b64encode(path.read_bytes()).decode("ascii")}
@@ -517,7 +517,7 @@ def _notebook_page(app: Sphinx, pagename: str, templatename: str, context: dict[
     files = chapter_files(app, pagename)
     notebook, unknown = reader_notebook(doctree, page, install_requirement(url, branch), files)
     for name in sorted(unknown):
-        logger.info(f"checks.build.notebooks: {pagename}: {name} nodes written as their text")
+        logger.info(f"checks.sphinx.notebooks: {pagename}: {name} nodes written as their text")
     nbformat.validate(notebook)
     target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)

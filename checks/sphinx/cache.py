@@ -1,11 +1,11 @@
 """Results a chapter computes once and reuses while nothing that decides them has changed.
 
 A chapter wraps a heavy computation (a suite of hundreds of checks, say) in `checks.cached(name, compute)`.
-In a book build, checks.build.sphinxext gives each chapter's kernel a cache folder (CHECKS_CACHE: by default
+In a book build, checks.sphinx.sphinxext gives each chapter's kernel a cache folder (CHECKS_CACHE: by default
 `.checks-cache` in the book's source folder, which survives `rm -rf _build`) and the chapter's source file
 (CHECKS_SOURCE). The result is stored under a key made of everything that decides it:
 
-- the build's fingerprint (checks.build.fingerprint: the checks package's source, the torch, Python, numpy and
+- the build's fingerprint (checks.sphinx.fingerprint: the checks package's source, the torch, Python, numpy and
   pandas versions, the devices), which decides what the package computes;
 - the chapter's source text, which holds `compute` and every cell run before it;
 - the name, which tells apart two computations of one chapter.
