@@ -134,8 +134,9 @@ from .dtypes import dtype_name
 from .errors import CheckInputError, NaNInputError, in_place_named
 from .fast import Projection, Projections, projected_gradients
 from .indices import unravel
-from .forward import NoForwardMode, first_line, flat_jacobian, forward_jacobian
-from .numerical import _Evaluator, _relative_step, default_step, machine_epsilon, noise_level, require_memory
+from .forward import first_line, flat_jacobian, forward_jacobian
+from .outcome import Outcome
+from .numerical import _Evaluator, default_step, machine_epsilon, noise_level, require_memory
 from .properties import (
     Graph,
     PropertyCheck,
@@ -146,19 +147,17 @@ from .properties import (
     undefined_tangents,
     unmutated,
 )
-from .signature import Argument, SecondOrder, Signature, Skipped, parameter_names
-from .tolerances import Tolerance
+from .signature import Argument, SecondOrder, Signature, Skipped, function_name, parameter_names
+from .tolerances import NUMERICAL_SAFETY, Tolerance
 from .validate import flag, integer, memory, number
 
 Function = Callable[..., torch.Tensor]
 Mode = Literal["reverse", "forward"]
 MODES: tuple[Mode, ...] = ("reverse", "forward")
-Outcome = Literal["pass", "fail", "inconclusive"]
-ElementVerdict = Literal["pass", "fail", "inconclusive"]
 
-# Allowance factor over the uncertainty; the same 10 as checks.core.tolerances.NUMERICAL_SAFETY: an estimate
-# rarely misses by ten times its own error estimate.
-SAFETY = 10.0
+# Allowance factor over the uncertainty: the one of checks.core.tolerances (an estimate rarely misses by ten
+# times its own error estimate).
+SAFETY = NUMERICAL_SAFETY
 # An element is judged only when its allowance is at most this fraction of the entry's scale: a pass with
 # an allowance of 50 % would vouch for nothing.
 RESOLUTION = 1e-2
@@ -171,6 +170,8 @@ KINK_NOISE = 100.0
 # (torch.autograd.grad with is_grads_batched), the identity it is seeded with this many elements at a time.
 FEW_OUTPUTS = 4
 BATCHED_ROWS_LIMIT = 4_000_000
+# Where f has more outputs than checked inputs, the columns of its backward's Jacobian instead.
+DOUBLE_BACKWARD = "torch.autograd.grad of f's backward with respect to its output gradient, one column per input"
 # The steps evaluated first, in one batch: the two windows a smooth f needs (each judged against the other).
 FIRST_LEVELS = 4
 # Steps per later batch, for the columns not settled by the first: a window's worth.
@@ -208,6 +209,9 @@ REASONS = {
     "unstable": "estimates at coarse and fine steps disagree, or f is flat between jumps at a fine scale: f "
                 "varies on a scale near the step (a staircase such as round, or a fast oscillation); check at "
                 "another point",
+    "unresolved": "f did not change at any step tried, where autograd's value says it changes by less than f's "
+                  "rounding: the estimate 0 resolves nothing (f's change is below its resolution, as in a "
+                  "float32 tail); {remedy}",
     "imprecise": "the estimate's uncertainty (its error and f's rounding noise divided by the step) stays "
                  "above {resolution:g} of the entry's scale at every step tried; {remedy}",
     "tolerance": "the estimate's uncertainty is too large to tell whether autograd is within the atol and rtol "
@@ -228,7 +232,7 @@ class Element:
     error_estimate: float
     allowed: float
     step: float
-    verdict: ElementVerdict
+    verdict: Outcome
     reason: str  # "" for pass and fail, "non-finite" for a fail by a NaN or inf; else a key of REASONS
     # allowed / |numerical|: the smallest relative error of autograd's value its allowance fails; None
     # where the estimate is not resolved from 0 (or not finite).
@@ -249,15 +253,15 @@ class CheckReport:
     mode         -- the autograd mode that produced `autograd` ("reverse" or "forward")
     method       -- the function that produced it: torch.autograd.grad (reverse mode: one backward per
                     output, or "with is_grads_batched=True" for many) or torch.func.jacfwd (forward mode)
-    requested    -- the mode asked for; differs from mode when forward mode was not supported
     note         -- why a fallback happened ("" when none)
     error        -- per element, the Richardson error estimate of the chosen window (built when first read)
     steps        -- per element, the finest step of the chosen window (built when first read)
     details      -- builds error and steps: for a large Jacobian each table costs what an evaluation of f does
     levels       -- per column, how many steps were tried (3 for a smooth f)
-    kink, domain, unstable, unconfirmed, converged -- per element: a kink found; no finite estimate at any
-                    step; a mismatch that a window at smaller steps contradicts; a mismatch no independent
-                    window confirms; allowed small enough to judge
+    kink, domain, unstable, unconfirmed, unresolved, converged -- per element: a kink found; no finite
+                    estimate at any step; a mismatch that a window at smaller steps contradicts; a mismatch no
+                    independent window confirms; f unchanged at every step where autograd's value is below f's
+                    resolution (the estimate 0 resolves nothing); allowed small enough to judge
     noise        -- per output, the bound on one evaluation's rounding error the allowances used: the
                     larger of ε·(|f_i| + Σ|J_ik||x_k|) and NOISE_BOUND × the noise measured at x
     amplification -- the largest ratio of measured noise to ε·(|f_i| + Σ|J_ik||x_k|) over the outputs:
@@ -276,6 +280,8 @@ class CheckReport:
                     checks' vectors)
     tolerance    -- the caller's atol/rtol (a Tolerance whose reason says so), or None: the estimate's own
     properties   -- the property checks beside the Jacobian (checks.core.properties), each per element
+    detached     -- where a mismatch was found: the outputs that do not require grad although a checked input
+                    does (cut off by .detach(), torch.no_grad, .item() or a numpy round trip inside f)
     projections  -- fast mode's random vectors (checks.core.fast), or None: then every array above is
                     (outputs, inputs) of projections vᵀ·J·u, one per output and input of f, not of Jacobian entries
     """
@@ -289,13 +295,13 @@ class CheckReport:
     domain: torch.Tensor
     unstable: torch.Tensor
     unconfirmed: torch.Tensor
+    unresolved: torch.Tensor
     converged: torch.Tensor
     noise: torch.Tensor
     amplification: float
     safety: float
     mode: Mode
     method: str
-    requested: Mode
     note: str
     dtype: str
     device: str
@@ -311,6 +317,7 @@ class CheckReport:
     seed: int | None = None
     tolerance: Tolerance | None = None
     properties: tuple[PropertyCheck, ...] = ()
+    detached: tuple[str, ...] = ()
     projections: Projections | None = None
 
     @cached_property
@@ -359,7 +366,8 @@ class CheckReport:
         if self.tolerance is not None:
             return self._against_tolerance[0]
         finite = self._finite[0] & self._finite[1]
-        outside = finite & (self.difference > self.allowed) & ~self.kink & ~self.unstable & ~self.unconfirmed
+        outside = finite & (self.difference > self.allowed) & ~self.kink & ~self.unstable & ~self.unconfirmed \
+            & ~self.unresolved
         return self.nonfinite | outside
 
     @cached_property
@@ -371,7 +379,8 @@ class CheckReport:
             return self._against_tolerance[1]
         finite = self._finite[0] & self._finite[1] & _finite(self.allowed)
         exact = self.autograd == self.numerical
-        return finite & (self.difference <= self.allowed) & (self.converged | exact) & ~self.kink & ~self.unstable
+        return finite & (self.difference <= self.allowed) & (self.converged | exact) & ~self.kink & ~self.unstable \
+            & ~self.unresolved
 
     @cached_property
     def inconclusive(self) -> torch.Tensor:
@@ -395,7 +404,7 @@ class CheckReport:
         confirmed, as without a tolerance); the rest is inconclusive. Exact agreement passes, as without a
         tolerance (an entry of 0 that both find, where f_i does not depend on x_j, would otherwise need an
         atol). A NaN or inf is judged as without a tolerance: it never passes."""
-        blind = self.kink | self.domain | self.unstable
+        blind = self.kink | self.domain | self.unstable | self.unresolved
         finite = self._finite[0] & self._finite[1]
         given = self.given_allowed
         outside = finite & (self.difference > given + self.allowed) & ~blind & ~self.unconfirmed
@@ -438,6 +447,8 @@ class CheckReport:
             return "unstable"
         if self.unconfirmed[i, j]:
             return "unconfirmed"
+        if self.unresolved[i, j]:
+            return "unresolved"
         if not math.isfinite(autograd):
             return "infinite"
         return "tolerance" if self.tolerance is not None else "imprecise"
@@ -486,20 +497,6 @@ class CheckReport:
                                     float(self.steps[i, j]), verdict, self.reason(i, j),
                                     None if math.isnan(relative) else relative, float(self.allowed[i, j])))
         return rows
-
-    def frame(self):
-        """The per-element report as a table (pandas), with the dtype and device of the check beside."""
-        import pandas as pd
-
-        several = len(self.arguments) > 1
-        return pd.DataFrame([
-            # The verdict first: on a phone the rest of the row scrolls, the verdict stays in view.
-            {"verdict": e.verdict, "why": e.reason, "output": e.output,
-             **({"argument": e.argument, "index": str(e.index)} if several else {"input": e.input}),
-             "autograd": e.autograd, "numerical": e.numerical, "error estimate": e.error_estimate,
-             "allowed": e.allowed, "dtype": self.dtype, "device": self.device, "mode": self.mode}
-            for e in self.elements()
-        ])
 
     def summary(self) -> str:
         """One line: the outcome, how many elements failed or could not be judged, mode, dtype, device."""
@@ -574,6 +571,11 @@ class CheckReport:
         if wrong:
             lines.append(f"Mismatched elements: {len(wrong)} / {total} ({100 * len(wrong) / total:.1f}%): "
                          f"{self.wrong_gradients()}")
+        if wrong and self.detached:
+            names = " and ".join(f"`{name}`" for name in self.detached)
+            lines.append(f"{names} {'does' if len(self.detached) == 1 else 'do'} not require grad: detached from the "
+                         f"inputs inside f (.detach(), torch.no_grad, .item() or a numpy round trip), so autograd's "
+                         f"gradient through it is 0 while f's value still changes with the inputs")
         # A NaN or inf has no difference to rank: such elements are listed first, on their own.
         nonfinite = [e for e in wrong if e.reason == "non-finite"]
         if nonfinite:
@@ -658,10 +660,6 @@ def check_jacobian(
     nondet_tol: float = 0.0,
     check_undefined_grad: bool = True,
     check_batched_grad: bool = False,
-    step: float | None = None,
-    safety: float = SAFETY,
-    resolution: float = RESOLUTION,
-    kinks: bool = True,
     names: Sequence[str] | None = None,
     fast: bool = False,
 ) -> CheckReport:
@@ -676,8 +674,8 @@ def check_jacobian(
     mode       -- "reverse" (plain autograd: torch.autograd.grad) or "forward" (forward-mode derivatives,
                   as gradcheck's check_forward_ad: torch.func.jacfwd, or dual numbers of
                   torch.autograd.forward_ad where torch.func cannot transform f); where f has no forward-mode
-                  derivative at all (a custom Function without jvp) the check falls back to reverse mode,
-                  and the report's mode and note say so
+                  derivative (a custom Function without jvp) NoForwardModeError says so, as gradcheck does:
+                  the backward is never checked in place of the jvp asked for
     order      -- 1 (the Jacobian), or 2: the Jacobian of the vector–Jacobian product J(x)ᵀ·v with respect to
                   the inputs and v (random, from seed), as gradgradcheck: autograd differentiates the
                   backward again (reverse mode: reverse-over-reverse; forward: forward-over-reverse)
@@ -690,10 +688,6 @@ def check_jacobian(
                   gradcheck's nondet_tol; 0: exactly equal)
     check_undefined_grad -- check the backward with undefined (None) output gradients, as gradcheck does
     check_batched_grad   -- check that vmap over the backward (is_grads_batched) agrees with a loop
-    step       -- the relative start step h0 (default ε^(1/7)); smaller steps follow where needed
-    safety     -- the allowance factor over the uncertainty
-    resolution -- an element is judged only when its allowance is at most this fraction of its scale
-    kinks      -- run the one-sided kink test (from the same evaluations: no extra cost)
     names      -- the inputs' names (default: f's parameter names)
     fast       -- compare random projections vᵀ·J·u, one per input and output, instead of every element, as
                   gradcheck's fast_mode (checks.core.fast): a few evaluations of f per input, whatever its
@@ -710,11 +704,7 @@ def check_jacobian(
     number(nondet_tol, "nondet_tol", minimum=0)
     flag(check_undefined_grad, "check_undefined_grad")
     flag(check_batched_grad, "check_batched_grad")
-    number(safety, "safety (a factor over the error estimate)", minimum=1)
-    flag(kinks, "kinks")
     flag(fast, "fast (random projections instead of every element)")
-    if not (isinstance(resolution, (int, float)) and 0 < resolution < 1):
-        raise CheckInputError(f"resolution must be a fraction between 0 and 1, got {resolution!r}")
     start = time.perf_counter()
     first = Signature(f, inputs, names, sample=sample, seed=seed)
     g = first if order == 1 else SecondOrder(first, seed)
@@ -729,16 +719,16 @@ def check_jacobian(
     require_memory(x, "richardson")
     # Fast mode in reverse mode projects f's own vector–Jacobian products, on the graph the property checks
     # use too (one forward for both).
-    graph = Graph.of(g) if fast and mode == "reverse" else None
-    jacobian, used, method, note = projected_gradients(graph, checked) if graph is not None else \
-        _autograd_jacobian(checked, x, mode, value.numel(), order)
+    graph = Graph.of(g) if mode == "reverse" else None
+    jacobian, used, method, note = projected_gradients(graph, checked) if fast and graph is not None else \
+        _autograd_jacobian(checked, x, mode, value.numel(), order, function_name(f))
     eps, tiny = machine_epsilon(x.dtype), float(torch.finfo(x.dtype).tiny)
     # ε^(1/7), the optimum of a window of three steps (T22, truncation of order h⁶); smaller steps follow
     # where an element needs them.
-    h0 = default_step("richardson", x.dtype, 3).h0 if step is None else _relative_step(step)
+    h0 = default_step("richardson", x.dtype, 3).h0
     evaluate = _Evaluator(checked.at_points, x, None, scalar=False, reference=value)
     # Fast mode settles for √ε: one batch of steps where the projection is smooth.
-    search = _Search(evaluate, x, value, h0, eps, tiny, safety, resolution,
+    search = _Search(evaluate, x, value, h0, eps, tiny, SAFETY, RESOLUTION,
                      checked.rounding_scale if fast else None, math.sqrt(eps) if fast else None)
     search.run()
     # f's relative noise: ε for an accurately computed f, more where it amplifies its rounding (and so does
@@ -746,7 +736,7 @@ def check_jacobian(
     # the same relative size in the estimate).
     relative_noise = eps * max(1.0, search.amplification())
     numerical, allowed, converged = search.result()
-    _add_autograd_floor(allowed, jacobian, numerical, relative_noise, safety)
+    _add_autograd_floor(allowed, jacobian, numerical, relative_noise, SAFETY)
     # A failure must survive smaller steps: a staircase (round) or a fast oscillation can fool one window
     # into converging to a slope f does not have, and among many windows of a noisy f one can agree with its
     # neighbours by chance. Columns with a mismatch get every smaller step that could still resolve it;
@@ -762,7 +752,7 @@ def check_jacobian(
     if suspect.any():
         search.confirm(torch.where(suspect_elements, difference, torch.zeros_like(difference)))
         numerical, allowed, converged = search.result()
-        _add_autograd_floor(allowed, jacobian, numerical, relative_noise, safety)
+        _add_autograd_floor(allowed, jacobian, numerical, relative_noise, SAFETY)
         finest, finest_allowed = search.finest()
         unstable = (numerical - finest).abs() > allowed + finest_allowed
         # On a staircase both 0 (each stair's slope, autograd's for round) and the slope across stairs (the
@@ -779,27 +769,29 @@ def check_jacobian(
         sides = (jacobian - independent).abs() > (numerical - independent).abs()
         unconfirmed = suspect.unsqueeze(0) & (mismatch > allowed) & ~(sides & (spread <= mismatch))
     domain = ~_finite(numerical)
-    kink = torch.zeros_like(domain)
-    if kinks:
-        kink = search.kinks(search.chosen_window())
-        if suspect.any():
-            # A jump closer to x than the chosen steps (round near its boundary) shows at the witness steps.
-            kink |= search.kinks(search.finest_window()) & suspect.unsqueeze(0)
-        kink &= ~domain
+    # Only where it decides: autograd's rounding near an exact 0 is within its allowance, and passes.
+    unresolved = search.unresolved_flat(jacobian) & (_difference(jacobian, numerical) > allowed)
+    kink = search.kinks(search.chosen_window())
+    if suspect.any():
+        # A jump closer to x than the chosen steps (round near its boundary) shows at the witness steps.
+        kink |= search.kinks(search.finest_window()) & suspect.unsqueeze(0)
+    kink &= ~domain
     evaluations = evaluate.count + 2  # plus f(x) above and autograd's own forward
     note = "; ".join(filter(None, [note, evaluate.note]))
+    # A wrong gradient that is 0 because an output is cut off from the inputs is named as such.
+    detached = _detached_outputs(g, graph) if bool(suspect.any()) else ()
     properties = (unmutated(first.names, first.before, first.after),
                   *_derivative_properties(g, used, seed, nondet_tol, check_undefined_grad, check_batched_grad, graph))
     return CheckReport(
         autograd=jacobian, numerical=numerical, allowed=allowed, details=search.details,
         levels=torch.from_numpy(search.tried.copy()), kink=kink, domain=domain, unstable=unstable & ~domain,
-        unconfirmed=unconfirmed & ~domain, converged=converged & ~domain, noise=torch.from_numpy(search.noise()),
-        amplification=search.amplification(), safety=float(safety), mode=used, method=method, requested=mode,
+        unconfirmed=unconfirmed & ~domain, unresolved=unresolved, converged=converged & ~domain, noise=torch.from_numpy(search.noise()),
+        amplification=search.amplification(), safety=SAFETY, mode=used, method=method,
         note=note, dtype=dtype_name(x.dtype), device=x.device.type,
         arguments=arguments, output_shape=tuple(value.shape) if len(g.outputs) > 1 or fast else g.outputs[0].shape,
-        evaluations=evaluations, seconds=time.perf_counter() - start, resolution=resolution,
+        evaluations=evaluations, seconds=time.perf_counter() - start, resolution=RESOLUTION,
         outputs=checked.outputs, skipped=g.skipped, call=g.call, order=order, seed=seed, tolerance=tolerance,
-        properties=properties, projections=checked.projections if fast else None,
+        properties=properties, detached=detached, projections=checked.projections if fast else None,
     )
 
 
@@ -814,6 +806,15 @@ def _given_tolerance(atol: object, rtol: object) -> Tolerance | None:
                               f"sign-flipped) gradient would pass; use rtol < 1")
     return Tolerance(rtol=rtol, atol=atol, reason=f"given by the caller (atol={atol:g}, rtol={rtol:g}); checked "
                                                   f"against the estimate's own uncertainty")
+
+
+def _detached_outputs(g: Signature | SecondOrder, graph: Graph | None) -> tuple[str, ...]:
+    """The names of f's outputs that do not require grad at the inputs (first order)."""
+    if not isinstance(g, Signature):
+        return ()
+    graph = Graph.of(g) if graph is None else graph
+    return tuple(dict.fromkeys(a.name.removesuffix(".real").removesuffix(".imag")
+                               for a, output in zip(g.outputs, graph.outputs) if not output.requires_grad))
 
 
 def _derivative_properties(g: Signature | SecondOrder, mode: Mode, seed: int, nondet_tol: float,
@@ -1084,6 +1085,14 @@ class _Search:
         # fmax ignores a NaN side: a window beside a missing one is judged by the other.
         error = np.fmax(np.concatenate([missing, change]), np.concatenate([change, missing]))
         error = np.where(np.isnan(error), ridders, error)
+        # A window at whose three steps f_i did not change at all resolved no change of f: its 0 ± 0 is not
+        # evidence (f's change is below its resolution there: cancellation near a removable singularity,
+        # a derivative that rounds to 0 at tiny steps), so it is never chosen, witness or independent.
+        self.unresolved = (d[:-2] == 0) & (d[1:-1] == 0) & (d[2:] == 0)
+        # Where, besides, f is exactly 0 at every point of the window (its gaps 0 and f(x) = 0), rounding has
+        # wiped out a small result (x - sin x near 0): not even a staircase's flat, which sits at its value.
+        g = self.gaps[:self.depth]
+        self.zeros = self.unresolved & (g[:-2] == 0) & (g[1:-1] == 0) & (g[2:] == 0) & (self.value[self.rows] == 0)
         return best, error, self.h[2:self.depth, self.columns]
 
     def scale(self) -> np.ndarray:
@@ -1128,8 +1137,14 @@ class _Search:
         flat = ((best == 0) & (error == 0)) | ~np.isfinite(best)
         settled = flat.all(0) & np.isfinite(best).any(0)
         relative = np.where(settled & (best == 0), 0.0, relative)
+        # A window that resolved no change is never the estimate; it can still witness a staircase's flat,
+        # unless f is exactly 0 all over it.
+        zeros = self.zeros & ~settled
+        self._all = (best, np.where(zeros, np.inf, uncertainty), np.where(zeros, np.inf, relative))
+        unresolved = self.unresolved & ~settled
+        uncertainty = np.where(unresolved, np.inf, uncertainty)
+        relative = np.where(unresolved, np.inf, relative)
         window = relative.argmin(0) if relative.shape[0] else np.zeros(self.keys.size, dtype=np.int64)
-        self._all = (best, uncertainty, relative)
         chosen = [_at(table, window) for table in (best, error, uncertainty, finest)]
         if rough is None:
             return self._least_uncertain(np.where(np.isfinite(chosen[2]), chosen[0], 0.0))
@@ -1287,6 +1302,23 @@ class _Search:
         spread = np.where(found, _at(uncertainty, pick), np.inf)
         return self._dense(value, np.nan), self._dense(spread, np.inf)
 
+    def unresolved_flat(self, jacobian: torch.Tensor) -> torch.Tensor:
+        """(m, n): the flat elements (f_i unchanged at every step of column j) where autograd's value J_ij claims
+        a change |J_ij|·h, at the column's coarsest step, that f's rounding could hide: their estimate 0
+        resolved nothing, neither a pass nor a fail. f's rounding is bounded below by safety × the larger of
+        its noise bound (with autograd's values in its scale) and ε·max(|x_j|, 1): x_j enters f's computation,
+        whose intermediates then round at least at its scale (a float32 tail computed as a difference near 1
+        is exactly 0 around x). A claim f would have shown (a gradient for an input f does not depend on)
+        stays a fail."""
+        autograd = np.abs(jacobian.numpy())
+        claimed = autograd * np.nan_to_num(np.abs(self.h[0]), nan=0.0)[None, :]
+        size = np.nan_to_num(autograd, nan=0.0, posinf=0.0) @ self.magnitude
+        visible = self.safety * np.maximum(self.noise(self.scale() + size)[:, None], self.eps * self.size[None, :])
+        table = (claimed > 0) & np.isfinite(claimed) & (claimed <= visible)
+        changed = self._changed()  # held and changed at some step (a mismatch holds flat elements too)
+        table[self.rows[changed], self.columns[changed]] = False
+        return torch.from_numpy(table)
+
     def finest_window(self) -> np.ndarray:
         """Per column, the index (its first step) of the window confirm() chose as witness, else the finest."""
         return np.where(self.witness >= 0, self.witness, np.maximum(self.levels - 3, 0))
@@ -1347,7 +1379,7 @@ def _difference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _autograd_jacobian(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, mode: Mode, outputs: int,
-                       order: int = 1) -> tuple[torch.Tensor, Mode, str, str]:
+                       order: int = 1, name: str = "f") -> tuple[torch.Tensor, Mode, str, str]:
     """Autograd's Jacobian as (outputs, inputs) float64 on the CPU, the mode and the function that made it,
     and why a fallback happened ("" when none).
 
@@ -1357,22 +1389,23 @@ def _autograd_jacobian(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tenso
     give the same rows, but imports torch._dynamo on first use, about a second in every fresh process.)
     Forward mode is checks.core.forward's (jacfwd, or dual numbers); for order 2, f is a vector–Jacobian
     product that calls autograd inside, which only dual numbers can differentiate (forward-over-reverse).
+    Where f has no forward-mode derivative, NoForwardModeError names it (`name`): no fallback.
     """
     note = ""
     if mode == "forward":
-        try:
-            jacobian, method, note = forward_jacobian(f, x, outputs, transforms=order == 1,
-                                                      differentiable=order == 2)
-            return jacobian, mode, method, note
-        # A custom Function without jvp has no forward-mode derivative; plain autograd can still do
-        # reverse mode.
-        except NoForwardMode as error:
-            note = f"f has no forward-mode derivative: {error}; reverse mode by torch.autograd.grad instead"
+        jacobian, method, note = forward_jacobian(f, x, outputs, name=name, transforms=order == 1,
+                                                  differentiable=order == 2)
+        return jacobian, mode, method, note
     leaf = x.clone().requires_grad_(True)
     with in_place_named():
         value = f(leaf)
         if not value.requires_grad:  # no output depends on x: a zero Jacobian, as autograd defines it
             return torch.zeros(outputs, x.numel(), dtype=torch.float64), "reverse", "torch.autograd.grad", note
+        if outputs > FEW_OUTPUTS and x.numel() < outputs:
+            try:
+                return _columns_by_double_backward(value, leaf, x), "reverse", DOUBLE_BACKWARD, note
+            except (RuntimeError, NotImplementedError) as error:  # a backward that cannot be differentiated
+                note = f"f's backward could not be differentiated ({first_line(error)}); one row per output instead"
         if outputs > FEW_OUTPUTS:
             try:
                 # The identity it is seeded with, BATCHED_ROWS_LIMIT elements of it at a time, into one float64
@@ -1395,6 +1428,24 @@ def _autograd_jacobian(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tenso
                 for i in range(outputs)]
     rows = [torch.zeros_like(x) if row is None else row for row in rows]
     return flat_jacobian(torch.stack(rows), x), "reverse", "torch.autograd.grad", note
+
+
+def _columns_by_double_backward(value: torch.Tensor, leaf: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """The Jacobian of f's backward, column by column, where f has more outputs than checked inputs (a
+    sample of a large x): the backward's vᵀ·J is linear in v, so its derivative with respect to v along
+    e_j is column j of the very J the backward computes. One backward of the backward per column, instead
+    of one backward per output."""
+    v = torch.zeros_like(value, requires_grad=True)
+    (row,) = torch.autograd.grad(value, leaf, v, create_graph=True, allow_unused=True)
+    if row is None:
+        return torch.zeros(value.numel(), x.numel(), dtype=torch.float64)
+    if not row.requires_grad:  # vᵀ·J does not depend on v: the backward returned a constant
+        raise RuntimeError("the backward's result does not depend on the output gradient")
+    columns = []
+    for j in range(x.numel()):
+        (column,) = torch.autograd.grad(row[j], v, retain_graph=True, allow_unused=True)
+        columns.append(torch.zeros_like(value) if column is None else column.reshape(-1))
+    return torch.stack(columns, 1).detach().to(torch.float64).cpu()
 
 
 class GradientMismatchError(AssertionError):
