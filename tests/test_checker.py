@@ -6,7 +6,8 @@ import pytest
 import torch
 
 import checks
-from checks.core.checker import NOISE_LINES, NOISE_REACH, check_jacobian
+from checks.core.checker import check_jacobian
+from checks.core.estimate import NOISE_LINES, NOISE_REACH
 from checks.core.errors import CheckInputError, DtypeError, NaNInputError, NoForwardModeError, ShapeMismatchError
 from checks.teaching.higher import (
     SECOND_DERIVATIVE_CHECKS,

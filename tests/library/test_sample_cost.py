@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from checks import check_jacobian
-from checks.core.checker import DOUBLE_BACKWARD
+from checks.core.autograd import DOUBLE_BACKWARD
 
 F64 = torch.float64
 

@@ -35,8 +35,11 @@ def test_a_change_below_f_s_resolution_at_every_step_is_inconclusive(f, x: float
     report = check_jacobian(f, torch.tensor([x], dtype=F32))
     (element,) = report.elements()
     assert element.autograd != 0 and element.numerical == 0
-    assert (report.outcome, element.verdict, element.reason) == ("inconclusive", "inconclusive", "unresolved")
-    assert "resolves nothing" in report.message()
+    assert (report.outcome, element.verdict) == ("inconclusive", "inconclusive")
+    # Unresolved where autograd lies outside the estimate's allowance; else the allowance itself is too wide.
+    assert element.reason == ("unresolved" if element.difference > element.allowed else "imprecise")
+    if element.reason == "unresolved":
+        assert "resolves nothing" in report.message()
 
 
 class WrongInput(torch.autograd.Function):
