@@ -34,9 +34,9 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from .allowance import RESOLUTION, SAFETY, add_autograd_floor, given_tolerance
+from .allowance import RESOLUTION, SAFETY, given_tolerance
 from .autograd import MODES, Mode, autograd_jacobian, derivative_properties, detached_outputs
-from .confirm import ConfirmingSearch
+from .confirm import ConfirmingSearch, confirm
 from .dtypes import dtype_name
 from .errors import CheckInputError, NaNInputError
 from .fast import Projection, projected_gradients
@@ -45,7 +45,6 @@ from .properties import Graph, unmutated
 from .report import CheckReport
 from .signature import SecondOrder, Signature, function_name, parameter_names
 from .validate import flag, integer, memory, number
-from .verdict import difference as _difference, finite as _finite
 
 Function = Callable[..., torch.Tensor]
 
@@ -131,63 +130,24 @@ def check_jacobian(
     evaluate = _Evaluator(checked.at_points, x, None, scalar=False, reference=value)
     # Fast mode settles for √ε: one batch of steps where the projection is smooth.
     search = ConfirmingSearch(evaluate, x, value, h0, eps, tiny, SAFETY, RESOLUTION,
-                     checked.rounding_scale if fast else None, math.sqrt(eps) if fast else None)
+                              checked.rounding_scale if fast else None, math.sqrt(eps) if fast else None)
     search.run()
     # f's relative noise: ε for an accurately computed f, more where it amplifies its rounding (and so does
     # its backward, through the same operations; and f's noise at x ± h grows with |f(x ± h)|, an error of
     # the same relative size in the estimate).
     relative_noise = eps * max(1.0, search.amplification())
-    numerical, allowed, converged = search.result()
-    add_autograd_floor(allowed, jacobian, numerical, relative_noise, SAFETY)
-    # A failure must survive smaller steps: a staircase (round) or a fast oscillation can fool one window
-    # into converging to a slope f does not have, and among many windows of a noisy f one can agree with its
-    # neighbours by chance. Columns with a mismatch get every smaller step that could still resolve it;
-    # where the chosen and that finest (witness) window disagree, neither is believed (unstable), and a
-    # mismatch no independent window confirms is not believed either (unconfirmed).
-    difference = _difference(jacobian, numerical)
-    # A non-finite autograd value is judged without an allowance (CheckReport.nonfinite): no step can settle it.
-    suspect_elements = _finite(numerical)
-    suspect_elements &= _finite(jacobian)
-    suspect_elements &= difference > allowed
-    suspect = suspect_elements.any(0)
-    unstable = unconfirmed = torch.zeros_like(converged)
-    if suspect.any():
-        search.confirm(torch.where(suspect_elements, difference, torch.zeros_like(difference)))
-        numerical, allowed, converged = search.result()
-        add_autograd_floor(allowed, jacobian, numerical, relative_noise, SAFETY)
-        finest, finest_allowed = search.finest()
-        unstable = (numerical - finest).abs() > allowed + finest_allowed
-        # On a staircase both 0 (each stair's slope, autograd's for round) and the slope across stairs (the
-        # estimate's) are defensible; any other value is wrong at both scales, and is judged as usual.
-        flats = torch.from_numpy(search.staircase).unsqueeze(1) & (jacobian == 0)
-        unstable |= flats & ((jacobian - numerical).abs() > allowed)
-        unstable &= suspect.unsqueeze(0)
-        # The chosen window is the least uncertain of several, and one of them can agree with its neighbours
-        # by chance (a coarse window of a fast oscillation aliased into a smooth-looking tableau, a noisy f).
-        # An independent window, sharing no step with it, confirms the mismatch when it can resolve it (its
-        # uncertainty at most the mismatch) and its value sides with the chosen estimate, not with autograd.
-        independent, spread = search.independent()
-        mismatch = difference = _difference(jacobian, numerical)
-        sides = (jacobian - independent).abs() > (numerical - independent).abs()
-        unconfirmed = suspect.unsqueeze(0) & (mismatch > allowed) & ~(sides & (spread <= mismatch))
-    domain = ~_finite(numerical)
-    # Only where it decides: autograd's rounding near an exact 0 is within its allowance, and passes.
-    unresolved = search.unresolved_flat(jacobian) & (_difference(jacobian, numerical) > allowed)
-    kink = search.kinks(search.chosen_window())
-    if suspect.any():
-        # A jump closer to x than the chosen steps (round near its boundary) shows at the witness steps.
-        kink |= search.kinks(search.finest_window()) & suspect.unsqueeze(0)
-    kink &= ~domain
+    evidence = confirm(search, jacobian, relative_noise)
     evaluations = evaluate.count + 2  # plus f(x) above and autograd's own forward
     note = "; ".join(filter(None, [note, evaluate.note]))
     # A wrong gradient that is 0 because an output is cut off from the inputs is named as such.
-    detached = detached_outputs(g, graph) if bool(suspect.any()) else ()
+    detached = detached_outputs(g, graph) if bool(evidence.suspect.any()) else ()
     properties = (unmutated(first.names, first.before, first.after),
                   *derivative_properties(g, used, seed, nondet_tol, check_undefined_grad, check_batched_grad, graph))
     return CheckReport(
-        autograd=jacobian, numerical=numerical, allowed=allowed, details=search.details,
-        levels=torch.from_numpy(search.tried.copy()), kink=kink, domain=domain, unstable=unstable & ~domain,
-        unconfirmed=unconfirmed & ~domain, unresolved=unresolved, converged=converged & ~domain, noise=torch.from_numpy(search.noise()),
+        autograd=jacobian, numerical=evidence.numerical, allowed=evidence.allowed, details=search.details,
+        levels=torch.from_numpy(search.tried.copy()), kink=evidence.kink, domain=evidence.domain,
+        unstable=evidence.unstable, unconfirmed=evidence.unconfirmed, unresolved=evidence.unresolved,
+        converged=evidence.converged, noise=torch.from_numpy(search.noise()),
         amplification=search.amplification(), safety=SAFETY, mode=used, method=method,
         note=note, dtype=dtype_name(x.dtype), device=x.device.type,
         arguments=arguments, output_shape=tuple(value.shape) if len(g.outputs) > 1 or fast else g.outputs[0].shape,

@@ -28,10 +28,14 @@ KINK_NOISE times the rounding noise of a one-sided difference, 2·noise_i/h.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
+from .allowance import SAFETY, add_autograd_floor
 from .estimate import Search, _at
+from .verdict import difference as _difference, finite as _finite
 
 # For a smooth f the one-sided gap halves with the step (ratio 0.5, or 0.125 where f'' = 0); a kink keeps
 # it near 1. 0.75 sits between the two.
@@ -132,3 +136,70 @@ class ConfirmingSearch(Search):
         with np.errstate(invalid="ignore"):
             found = (fine > KINK_RATIO * coarse) & (fine > KINK_NOISE * noise)  # False where a level is missing
         return self._dense(found, False)
+
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the estimate says of each element (m, n), once mismatches were confirmed or not: the estimate
+    and its allowance, whether it converged, and why a mismatch is not believed (kink, domain, unstable,
+    unconfirmed, unresolved); suspect (n,): the columns that had a mismatch."""
+
+    numerical: torch.Tensor
+    allowed: torch.Tensor
+    converged: torch.Tensor
+    kink: torch.Tensor
+    domain: torch.Tensor
+    unstable: torch.Tensor
+    unconfirmed: torch.Tensor
+    unresolved: torch.Tensor
+    suspect: torch.Tensor
+
+
+def confirm(search: ConfirmingSearch, jacobian: torch.Tensor, relative_noise: float) -> Evidence:
+    """The estimate against autograd's Jacobian, each mismatch confirmed (or not) at smaller steps and by an
+    independent window, the kink test at the chosen (and witness) windows. relative_noise: f's relative
+    noise, for autograd's own rounding in the allowance (checks.core.allowance)."""
+    numerical, allowed, converged = search.result()
+    add_autograd_floor(allowed, jacobian, numerical, relative_noise, SAFETY)
+    # A failure must survive smaller steps: a staircase (round) or a fast oscillation can fool one window
+    # into converging to a slope f does not have, and among many windows of a noisy f one can agree with its
+    # neighbours by chance. Columns with a mismatch get every smaller step that could still resolve it;
+    # where the chosen and that finest (witness) window disagree, neither is believed (unstable), and a
+    # mismatch no independent window confirms is not believed either (unconfirmed).
+    difference = _difference(jacobian, numerical)
+    # A non-finite autograd value is judged without an allowance (CheckReport.nonfinite): no step can settle it.
+    suspect_elements = _finite(numerical)
+    suspect_elements &= _finite(jacobian)
+    suspect_elements &= difference > allowed
+    suspect = suspect_elements.any(0)
+    unstable = unconfirmed = torch.zeros_like(converged)
+    if suspect.any():
+        search.confirm(torch.where(suspect_elements, difference, torch.zeros_like(difference)))
+        numerical, allowed, converged = search.result()
+        add_autograd_floor(allowed, jacobian, numerical, relative_noise, SAFETY)
+        finest, finest_allowed = search.finest()
+        unstable = (numerical - finest).abs() > allowed + finest_allowed
+        # On a staircase both 0 (each stair's slope, autograd's for round) and the slope across stairs (the
+        # estimate's) are defensible; any other value is wrong at both scales, and is judged as usual.
+        flats = torch.from_numpy(search.staircase).unsqueeze(1) & (jacobian == 0)
+        unstable |= flats & ((jacobian - numerical).abs() > allowed)
+        unstable &= suspect.unsqueeze(0)
+        # The chosen window is the least uncertain of several, and one of them can agree with its neighbours
+        # by chance (a coarse window of a fast oscillation aliased into a smooth-looking tableau, a noisy f).
+        # An independent window, sharing no step with it, confirms the mismatch when it can resolve it (its
+        # uncertainty at most the mismatch) and its value sides with the chosen estimate, not with autograd.
+        independent, spread = search.independent()
+        mismatch = difference = _difference(jacobian, numerical)
+        sides = (jacobian - independent).abs() > (numerical - independent).abs()
+        unconfirmed = suspect.unsqueeze(0) & (mismatch > allowed) & ~(sides & (spread <= mismatch))
+    domain = ~_finite(numerical)
+    # Only where it decides: autograd's rounding near an exact 0 is within its allowance, and passes.
+    unresolved = search.unresolved_flat(jacobian) & (_difference(jacobian, numerical) > allowed)
+    kink = search.kinks(search.chosen_window())
+    if suspect.any():
+        # A jump closer to x than the chosen steps (round near its boundary) shows at the witness steps.
+        kink |= search.kinks(search.finest_window()) & suspect.unsqueeze(0)
+    kink &= ~domain
+    return Evidence(numerical, allowed, converged & ~domain, kink, domain, unstable & ~domain, unconfirmed & ~domain,
+                    unresolved, suspect)
