@@ -4,10 +4,11 @@ The build's fingerprint names the devices the checks run on, and each page names
 (checks.sphinx.reader): answers only torch can give, and importing torch costs a build that executes nothing
 more than all its other work. So the build asks torch once and keeps each answer in
 ``<doctreedir>/checks-machine.json`` under a signature of everything that can change it, read without
-importing torch: torch's version and folder, Python, the operating system and host, the CPU model, the GPU
-device nodes and driver, the environment variables that hide or pick devices, and the package's source (the
-code that computes the answers). A later build with the same signature reads the answers back; any
-difference asks torch again, so an answer is never one of another machine or of other code.
+importing torch: torch's version and folder (so its environment), Python's version, the operating system and
+host, the CPU model, the GPU device nodes and driver, the environment variables that hide or pick devices,
+and the package's source (the code that computes the answers). A later build with the same signature reads
+the answers back; any difference asks torch again, so an answer is never one of another machine or of other
+code.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import hashlib
 import json
 import os
 import platform
-import sys
 from collections.abc import Callable
 from importlib.metadata import version
 from importlib.util import find_spec
@@ -38,7 +38,7 @@ def signature() -> str:
     torch_spec = find_spec("torch")
     parts = {
         "torch": [version("torch"), torch_spec.origin if torch_spec else None],
-        "python": [sys.executable, platform.python_version()],
+        "python": platform.python_version(),
         "system": [platform.platform(), platform.node(), platform.machine(), _cpu_model()],
         "variables": {name: os.environ.get(name) for name in DEVICE_VARIABLES},
         "device nodes": sorted(str(path) for pattern in DEVICE_NODES for path in Path("/dev").glob(pattern)),

@@ -167,7 +167,7 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> Builds:
 def test_a_rebuild_with_nothing_changed_reads_nothing_and_imports_no_torch(builds: Builds) -> None:
     assert "no targets are out of date" in builds.unchanged.log
     imported = re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", builds.unchanged.log, re.MULTILINE)
-    assert "sphinx" in imported and "checks.sphinx.sphinxext" in imported, "the import times were recorded"
+    assert "sphinx.application" in imported and "checks.sphinx.fingerprint" in imported, "import times recorded"
     assert not [name for name in imported if name == "torch" or name.startswith("torch.")]
     assert builds.unchanged.ledger == builds.first.ledger, "the ledger of the build before is published again"
     assert builds.unchanged.verified.returncode == builds.first.verified.returncode == 0, builds.unchanged.verified
