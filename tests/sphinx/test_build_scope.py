@@ -140,11 +140,13 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> Builds:
     env.pop("CHECKS_BUILD_PROCESSES", None)
 
     def verify() -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "checks", str(html)], capture_output=True, text=True, env=env)
+        # From the project's folder: `python -m` puts the working directory first on sys.path.
+        return subprocess.run([sys.executable, "-m", "checks", str(html)], capture_output=True, text=True, env=env,
+                              cwd=project)
 
     def build(*python_options: str) -> Step:
         result = subprocess.run([sys.executable, *python_options, JUPYTER_BOOK, "build", str(source)],
-                                capture_output=True, text=True, env=env)
+                                capture_output=True, text=True, env=env, cwd=project)
         assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-6000:]
         page = html / "book" / "marked.html"
         mark = MARK.search(page.read_text(encoding="utf-8"))
