@@ -1,13 +1,16 @@
 """Sphinx extension for the book: never show stale numbers, style the check tables, and keep the ledger.
 
 Sphinx re-reads (and so re-executes) a chapter only when its source changes. The chapters' numbers also
-depend on the `checks` package, the torch, Python, numpy and pandas versions and the devices present
-(checks.sphinx.fingerprint), so their fingerprint is a config value with rebuild="env": when it changes, Sphinx
-re-reads every chapter.
+depend on the code their kernels run (the checker library and the teaching code), the torch, Python, numpy
+and pandas versions and the devices present (checks.sphinx.fingerprint), so their fingerprint is a config
+value with rebuild="env": when it changes, Sphinx re-reads every chapter.
 
 A build that reads nothing again imports neither torch nor the record and ledger modules built on it: the
 fingerprint's devices are what torch answered on this machine before (checks.sphinx.machine), problem
-warnings are worded when a chapter is read, and ledger.json is kept when nothing it is made from changed.
+warnings are worded once (when their chapter is read, or the package's code changed) and kept in the
+environment, and ledger.json is kept when nothing it is made from changed. The package's code that only
+writes pages and notebooks is not in the fingerprint: when it changes (config value checks_package_source,
+rebuild="html"), every page is written again and no chapter executed.
 
 The ledger holds every check executed, displayed or not (see checks.teaching.records, "Collection at execution"):
 
@@ -23,8 +26,8 @@ The ledger holds every check executed, displayed or not (see checks.teaching.rec
    executed (myst-nb's execution data); Sphinx saves the environment between builds, so a chapter that
    is not re-read keeps its records. The file is then removed.
 4. Pages are written: the `checks-ledger` directive is replaced by the table of all records. The ledger
-   page is read again whenever any record changed since the last finished build (its ledger.json is
-   compared), so it is never left showing records that no longer exist.
+   page is read again whenever what the ledger is made from changed since the last finished build, so it
+   is never left showing records that no longer exist.
 5. build-finished, only without an exception: ledger.json is written atomically, stamped with the
    fingerprint's components, each chapter's source hash, execution and count of checks executed; or, when
    what it is made from (the records, the pages, the stamp and the package's code) is what the last
