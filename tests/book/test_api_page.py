@@ -10,8 +10,8 @@ from pathlib import Path
 import checks
 from checks.sphinx.apidoc import escape, fields
 
-from .helpers import page
-from .toc import API, REFERENCE, ROOT, toc_chapters, toc_files
+from ..helpers import page
+from ..toc import API, REFERENCE, ROOT, toc_chapters, toc_files
 
 SOURCE = (ROOT / f"{API}.md").read_text(encoding="utf-8")
 DOCUMENTED = set(re.findall(r"^\.\. auto(?:function|class|exception|module):: ([\w.]+)", SOURCE, re.MULTILINE))

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import embedded_records, page
-from .toc import ROOT, chapters_outside_toc, toc_chapters, toc_files
+from ..helpers import embedded_records, page
+from ..toc import ROOT, chapters_outside_toc, toc_chapters, toc_files
 
 CHAPTERS = toc_chapters()
 

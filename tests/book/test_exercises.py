@@ -14,8 +14,8 @@ from bs4 import BeautifulSoup, Tag
 import checks
 from checks.sphinx import ledger
 
-from .helpers import embedded_records, page
-from .toc import toc_chapters
+from ..helpers import embedded_records, page
+from ..toc import toc_chapters
 
 CHAPTERS = toc_chapters()
 FIRST = CHAPTERS[0]

@@ -9,8 +9,8 @@ import pytest
 from checks.__main__ import main
 from checks.sphinx import ledger
 
-from .helpers import embedded_records, main_text, page
-from .toc import toc_files
+from ..helpers import embedded_records, main_text, page
+from ..toc import toc_files
 
 DOCUMENTED_SHAPE = {"function", "x", "analytical_gradient", "observed_gradient", "executed"}
 

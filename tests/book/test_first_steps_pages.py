@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import embedded_records, main_text, page, table_of_class, tables, visible_code
-from .toc import REFERENCE, toc_files
+from ..helpers import embedded_records, main_text, page, table_of_class, tables, visible_code
+from ..toc import REFERENCE, toc_files
 
 PLAN_RECORD = '{"function": "x*x", "x": 3, "analytical_gradient": 6, "observed_gradient": null, "executed": false}'
 RUN_RECORD = '{"function": "x*x", "x": 3, "analytical_gradient": 6, "observed_gradient": 6, "executed": true}'

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from .toc import ROOT
+from ..toc import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -41,7 +41,7 @@ def test_a_skipped_browser_test_says_why_at_the_end_of_the_run(book_html: Path, 
     missing = tmp_path / "no-chromium-here"
     environment = {key: value for key, value in os.environ.items() if key != "CHECKS_REQUIRE_BROWSER"}
     environment.update(CHECKS_CHROMIUM=str(missing), CHECKS_BOOK_HTML=str(book_html))
-    run = subprocess.run([sys.executable, "-m", "pytest", "tests/test_browser.py", "-p", "no:cacheprovider"],
+    run = subprocess.run([sys.executable, "-m", "pytest", "tests/browser", "-p", "no:cacheprovider"],
                          capture_output=True, text=True, cwd=ROOT, env=environment, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:]
     summary = run.stdout[run.stdout.index("short test summary info"):]

@@ -1,4 +1,4 @@
-"""The chapters of "When gradients surprise you" (helper A's three: grad-is-none, no-gradient, in-place), read
+"""The chapters of "When gradients surprise you" (the first three: grad-is-none, no-gradient, in-place), read
 from the built HTML: the plain PyTorch in view, PyTorch's real messages on the page word for word (each one
 produced again here, by the same calls), every check executed with failures only where declared, the numbers
 in the prose glued from the records, no plumbing in view, no path of the building machine, and the visible
@@ -19,9 +19,8 @@ import torch
 from bs4 import BeautifulSoup
 from torch import nn
 
-from .browser import _open
-from .helpers import embedded_records, main_text, page, visible_code, without_exercises
-from .toc import ROOT, toc_chapters
+from ..helpers import embedded_records, main_text, page, visible_code, without_exercises
+from ..toc import ROOT, toc_chapters
 
 CHAPTERS = ("book/grad-is-none", "book/no-gradient", "book/in-place")
 
@@ -139,27 +138,6 @@ def test_the_visible_code_runs_when_pasted_in_order(pages: dict[str, BeautifulSo
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path,
                          env=environment, timeout=300)
     assert run.returncode == 0, f"{chapter}: pasted in order, its code fails:\n{run.stderr[-3000:]}"
-
-
-@pytest.mark.parametrize("width", [390, 1280])
-def test_display_math_fits_the_column(book_html: Path, site: str, tab, width: int) -> None:
-    tab.set_viewport_size({"width": width, "height": 900})
-    formulas = 0
-    for chapter in CHAPTERS:
-        _open(tab, book_html, site, f"{chapter}.html")
-        tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=15_000)
-        tab.evaluate("() => MathJax.startup.promise")
-        boxes = tab.evaluate("""() => [...document.querySelectorAll('main div.math mjx-container')].map(formula => {
-            const column = (formula.closest('article') || document.querySelector('main')).getBoundingClientRect();
-            const box = formula.getBoundingClientRect();
-            return {text: formula.closest('div.math').textContent.slice(0, 60), scroll: formula.scrollWidth,
-                    client: formula.clientWidth, right: box.right, column: column.right};
-        })""")
-        formulas += len(boxes)
-        # Nothing of a formula is hidden behind a scrollbar or past the text column.
-        cut = [box for box in boxes if box["scroll"] > box["client"] + 1 or box["right"] > box["column"] + 1]
-        assert not cut, f"{chapter} at {width} px: {cut}"
-    assert formulas, "no display formula found to measure"
 
 
 # --- When .grad is None ---------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .helpers import embedded_records, main_text, page, table_of_class, tables
+from ..helpers import embedded_records, main_text, page, table_of_class, tables
 
 PAGE = "book/how-good-is-a-check.html"
 

@@ -15,7 +15,7 @@ from bs4 import BeautifulSoup
 from torch.autograd.function import once_differentiable
 from torch.autograd.gradcheck import GradcheckError
 
-from .helpers import embedded_records, main_text, page, visible_code, without_exercises
+from ..helpers import embedded_records, main_text, page, visible_code, without_exercises
 
 NON_SCALAR = "book/non-scalar.html"
 KINKS = "book/kinks-and-nan.html"

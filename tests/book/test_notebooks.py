@@ -25,9 +25,9 @@ from myst_nb.core.read import read_myst_markdown_notebook
 
 from checks.sphinx.notebooks import INSTALL_TAG, NOTEBOOKS_FOLDER
 
-from .helpers import page
+from ..helpers import page
 from .test_exercises import code_cells, exercises
-from .toc import ROOT, toc_chapters
+from ..toc import ROOT, toc_chapters
 
 pytestmark = pytest.mark.kernels  # see tests/conftest.py: it waits for the session's book build
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from .helpers import embedded_records, main_text, page, table_of_class, tables, without_exercises
+from ..helpers import embedded_records, main_text, page, table_of_class, tables, without_exercises
 
 
 def test_precision_plot_is_an_image_on_disk_with_alt_text(book_html: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .helpers import embedded_records, main_text, page, table_of_class, without_exercises
+from ..helpers import embedded_records, main_text, page, table_of_class, without_exercises
 
 PAGE = "book/check-your-own-code.html"
 

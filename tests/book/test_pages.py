@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .helpers import embedded_records, main_text, page, tables
+from ..helpers import embedded_records, main_text, page, tables
 
 
 def test_index_opens_on_the_introduction(book_html: Path) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pytest
 from myst_nb.core.read import read_myst_markdown_notebook
 
-from .toc import ROOT, toc_chapters
+from ..toc import ROOT, toc_chapters
 
 # Every chapter, and the template a new chapter starts from (CONTRIBUTING.md).
 CHAPTERS = [*toc_chapters(), "book/_template"]

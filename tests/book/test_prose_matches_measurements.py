@@ -12,7 +12,7 @@ import torch
 
 from checks.core.tolerances import NUMERICAL_SAFETY
 
-from .helpers import embedded_records, main_text, page, table_of_class
+from ..helpers import embedded_records, main_text, page, table_of_class
 
 
 def text_of(book_html: Path, name: str) -> str:

@@ -21,9 +21,9 @@ from bs4 import BeautifulSoup
 
 from checks.teaching.display import RAISED_PREFIX, RECORDS_MIME
 
-from .browser import built_pages
-from .helpers import embedded_records, main_text, page, tables
-from .toc import LEDGER, ROOT, toc_chapters, toc_files
+from ..chromium import built_pages
+from ..helpers import embedded_records, main_text, page, tables
+from ..toc import LEDGER, ROOT, toc_chapters, toc_files
 
 CHAPTERS = toc_chapters()
 

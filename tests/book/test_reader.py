@@ -13,8 +13,8 @@ import yaml
 from checks.sphinx.reader import FAVICON, environment_line, insert_after_title
 from checks.core.devices import available_devices
 
-from .helpers import page
-from .toc import ROOT, toc_files
+from ..helpers import page
+from ..toc import ROOT, toc_files
 
 PAGES = toc_files()
 # A chapter page (its HTML and its images; the theme's CSS and JS are shared and cached) may weigh this

@@ -11,7 +11,7 @@ import pytest
 import torch
 from bs4 import BeautifulSoup
 
-from .helpers import embedded_records, main_text, page, table_of_class, visible_code, without_exercises
+from ..helpers import embedded_records, main_text, page, table_of_class, visible_code, without_exercises
 
 CHAPTER = "book/stored-vs-returned.html"
 SECOND_BACKWARD = "Trying to backward through the graph a second time"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from bs4 import BeautifulSoup, Tag
 
-from .helpers import page
-from .toc import GLOSSARY, toc_files
+from ..helpers import page
+from ..toc import GLOSSARY, toc_files
 
 # The words the book coins, and those a reader needs before they are taught (issue 24), with the pattern
 # of a use in prose (the singular noun: "records" is also a verb, "to plan" another sense).

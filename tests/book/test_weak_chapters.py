@@ -14,7 +14,7 @@ from checks.sphinx import ledger
 from checks.teaching.display import percent
 from checks.teaching.records import WEAK_ABOVE
 
-from .helpers import embedded_records, main_text, page, verify, weak_note, without_exercises
+from ..helpers import embedded_records, main_text, page, verify, weak_note, without_exercises
 
 
 def checks_of(book_html: Path) -> list[dict]:

@@ -1,7 +1,7 @@
 """The built site in a real headless browser (Debian's chromium, driven by Playwright's Python package).
 
 The site is served over HTTP from a local thread: the search page fetches its index, which a file:// page
-cannot. Requests to other hosts are refused (tests/browser.py), so the tests run offline and see only what this
+cannot. Requests to other hosts are refused (tests/chromium.py), so the tests run offline and see only what this
 site does (MathJax included: the site serves its own copy). Without playwright or chromium the tests skip,
 naming what is missing; with CHECKS_REQUIRE_BROWSER=1 (set by .ci/run) they fail instead. CHECKS_CHROMIUM names another browser binary.
 """
@@ -17,10 +17,10 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from bs4 import BeautifulSoup
 
-from .browser import PHONE, _open, built_pages
-from .helpers import embedded_records
-from .helpers import page as read_page
-from .toc import LEDGER, toc_chapters, toc_files
+from ..chromium import PHONE, _open, built_pages
+from ..helpers import embedded_records
+from ..helpers import page as read_page
+from ..toc import LEDGER, toc_chapters, toc_files
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,7 @@ def test_a_non_finite_backward_never_passes(dtype: torch.dtype, value: float) ->
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=NAMES.get)
 def test_noise_never_fails_a_correct_backward(dtype: torch.dtype) -> None:
-    # f's rounding amplified k times (as tests/test_checker_noise.py injects it): the correct ops of the
+    # f's rounding amplified k times (as tests/library/test_noise_injection.py injects it): the correct ops of the
     # mutant suite come out pass or inconclusive in fast mode, never fail.
     from checks.teaching.mutants import correct_cases, noisy
 

@@ -10,7 +10,7 @@ import torch
 
 from checks.core.indices import unravel
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 
 @pytest.mark.parametrize("shape", [(), (1,), (7,), (2, 3), (3, 1, 4), (2, 2, 2, 2)])

@@ -131,7 +131,7 @@ def test_subnormal_results_have_a_floor() -> None:
 
 def test_complex_inputs_and_outputs_are_checked_by_both_parts_not_by_the_real_part_alone() -> None:
     # Real and imaginary parts are columns (inputs) and rows (outputs) of the Jacobian: nothing is dropped.
-    # (tests/test_checker_complex.py: a backward wrong in the imaginary parts alone fails.)
+    # (tests/library/test_complex.py: a backward wrong in the imaginary parts alone fails.)
     report = check_jacobian(torch.sin, torch.tensor([1.0 + 1j], dtype=torch.complex128))
     assert report.outcome == "pass" and [a.name for a in report.arguments] == ["x.real", "x.imag"]
     assert [o.name for o in report.outputs] == ["output.real", "output.imag"]

@@ -41,7 +41,7 @@ def test_no_correct_op_of_the_suite_fails_under_noise(dtype: torch.dtype) -> Non
 
 @pytest.fixture(scope="module")
 def op_db_samples():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "op_db.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "op_db.py"
     spec = importlib.util.spec_from_file_location("op_db_benchmark", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the file executes

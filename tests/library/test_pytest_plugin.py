@@ -17,7 +17,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from .toc import ROOT
+from ..toc import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 # What the book needs and a test suite must not get.

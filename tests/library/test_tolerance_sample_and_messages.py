@@ -14,7 +14,7 @@ import torch
 
 from checks import GradientMismatchError, assert_gradients, check_jacobian, check_module
 
-from .toc import ROOT
+from ..toc import ROOT
 
 F64 = torch.float64
 

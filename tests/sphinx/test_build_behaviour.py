@@ -16,7 +16,7 @@ import checks.sphinx.fingerprint
 import checks.sphinx.parallel
 import checks.sphinx.sphinxext
 
-from .conftest import jupyter_book
+from ..conftest import jupyter_book
 
 pytestmark = pytest.mark.kernels  # see tests/conftest.py: it waits for the session's book build
 
@@ -33,7 +33,7 @@ kernelspec:
 
 
 def test_a_chapter_whose_code_raises_fails_the_build(tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     (tmp_path / "_config.yml").write_text((root / "_config.yml").read_text())
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: broken\n")
     (tmp_path / "broken.md").write_text(CHAPTER_HEADER + "# Broken\n\n```{code-cell} ipython3\n1 / 0\n```\n")

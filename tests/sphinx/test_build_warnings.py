@@ -13,8 +13,8 @@ import pytest
 
 from checks.sphinx import ledger
 
-from .conftest import jupyter_book
-from .helpers import Verified, verify
+from ..conftest import jupyter_book
+from ..helpers import Verified, verify
 from .test_ledger_builds import chapter, small_book
 
 pytestmark = pytest.mark.kernels  # see tests/conftest.py: it waits for the session's book build

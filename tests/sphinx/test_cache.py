@@ -14,8 +14,8 @@ from checks.sphinx.cache import CACHE_VARIABLE, KEPT, SOURCE_VARIABLE
 from checks.teaching import records
 from checks.teaching.records import RECORDS_VARIABLE, read_collected
 
-from .conftest import build_book
-from .helpers import verify
+from ..conftest import build_book
+from ..helpers import verify
 from .test_ledger_builds import chapter, small_book
 
 SQUARE = checks.Expectation("x*x", lambda x: x * x, "2*x", lambda x: 2 * x, "power rule")

@@ -251,7 +251,7 @@ def test_the_verifier_recomputes_the_outcome_instead_of_trusting_it(tmp_path: Pa
 def test_python_dash_m_checks_runs_as_a_module(tmp_path: Path) -> None:
     site = write(tmp_path, entries(run(WRONG)))
     result = subprocess.run([sys.executable, "-m", "checks", str(site)], capture_output=True, text=True,
-                            cwd=Path(__file__).resolve().parents[1])
+                            cwd=Path(__file__).resolve().parents[2])
     assert result.returncode == 1
     assert "unexpected failure" in result.stdout
 

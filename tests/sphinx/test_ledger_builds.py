@@ -14,8 +14,8 @@ import pytest
 
 from checks.sphinx import ledger
 
-from .conftest import PARALLEL, ROOT, build_book, jupyter_book
-from .helpers import page, verify, weak_note
+from ..conftest import PARALLEL, ROOT, build_book, jupyter_book
+from ..helpers import page, verify, weak_note
 from .test_build_behaviour import CHAPTER_HEADER
 
 pytestmark = pytest.mark.kernels  # see tests/conftest.py: it waits for the session's book build
@@ -169,7 +169,7 @@ def test_an_edited_stylesheet_reaches_the_site_when_no_page_changed(tmp_path: Pa
     assert result.returncode == 0, result.stdout[-4000:]
     assert "no targets are out of date" in result.stdout
     assert (html / "_static" / "note.css").read_text() == "p { color: navy; }\n"
-    package_css = Path(__file__).resolve().parents[1] / "checks" / "build" / "_static" / "reader.css"
+    package_css = Path(__file__).resolve().parents[2] / "checks" / "sphinx" / "_static" / "reader.css"
     assert (html / "_static" / "reader.css").read_text() == package_css.read_text()
 
 

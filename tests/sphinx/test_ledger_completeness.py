@@ -12,8 +12,8 @@ import pytest
 
 from checks.sphinx import ledger
 
-from .conftest import build_book, jupyter_book
-from .helpers import Verified, embedded_records, page, verify
+from ..conftest import build_book, jupyter_book
+from ..helpers import Verified, embedded_records, page, verify
 from .test_ledger_builds import SUM, chapter, ledger_rows, small_book
 
 pytestmark = pytest.mark.kernels  # see tests/conftest.py: it waits for the session's book build

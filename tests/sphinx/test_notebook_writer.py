@@ -11,7 +11,7 @@ from docutils.core import publish_doctree
 
 from checks.sphinx.notebooks import Page, reader_notebook
 
-from .test_notebooks import MARKDOWN, visible_text
+from ..book.test_notebooks import MARKDOWN, visible_text
 
 SITE = "https://example.github.io/book/"
 

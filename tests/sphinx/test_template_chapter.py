@@ -11,9 +11,9 @@ import pytest
 
 from checks.sphinx import ledger
 
-from .conftest import ROOT, jupyter_book
-from .helpers import embedded_records, main_text, page
-from .test_exercises import exercises, unanswered
+from ..conftest import ROOT, jupyter_book
+from ..helpers import embedded_records, main_text, page
+from ..book.test_exercises import exercises, unanswered
 
 pytestmark = pytest.mark.kernels  # see tests/conftest.py: it waits for the session's book build
 

@@ -10,7 +10,7 @@ from bs4 import BeautifulSoup
 import checks
 from checks.teaching.display import ENDS, LISTED_MISMATCHES, environment_items, records_html
 
-from .helpers import tables
+from ..helpers import tables
 
 # sin's derivative, wrong by 1e-3 from x = 1 on: float32's tolerance catches exactly those elements.
 X = torch.linspace(0, 2, 30, dtype=torch.float64)
