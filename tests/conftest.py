@@ -116,14 +116,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: 2 if _reads_the_book(item) else 1 if _starts_kernels(item) else 0)
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    # Several processes (pytest-xdist) would each build the book, and start kernels beside each other's.
-    if os.environ.get("PYTEST_XDIST_WORKER") and any(item.get_closest_marker("unit") is None
-                                                     for item in session.items):
-        raise pytest.UsageError("pytest-xdist (-n) runs the unit layer only (-m unit): the other layers share "
-                                "one book build and Jupyter kernels; run them without -n")
-
-
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads -n
 def pytest_cmdline_main(config: pytest.Config) -> None:
     """`-m unit` alone runs on every core: its tests are independent and CPU-bound. Each file's tests run in
@@ -153,6 +145,11 @@ class _Build:
 @pytest.fixture(scope="session", autouse=True)
 def _session_build(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Build | None]:
     """Start building the book when the session starts, if any test of the session reads it."""
+    # Several processes (pytest-xdist) would each build the book, and start kernels beside each other's.
+    if os.environ.get("PYTEST_XDIST_WORKER") and any(item.get_closest_marker("unit") is None
+                                                     for item in request.session.items):
+        pytest.fail("pytest-xdist (-n) runs the unit layer only (-m unit): the other layers share one book "
+                    "build and Jupyter kernels; run them without -n", pytrace=False)
     if os.environ.get("CHECKS_BOOK_HTML") or not any(map(_reads_the_book, request.session.items)):
         yield None
         return
