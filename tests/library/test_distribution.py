@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.version import Version
 
 from ..toc import ROOT
 
@@ -73,10 +74,12 @@ def test_the_floors_are_the_versions_ci_runs_the_librarys_tests_on() -> None:
     for line in FLOOR.read_text(encoding="utf-8").splitlines():
         if line and not line.startswith(("#", "-")):
             requirement = Requirement(line)
-            pinned[requirement.name] = str(requirement.specifier)
+            (pin,) = requirement.specifier
+            assert pin.operator == "==", line
+            pinned[requirement.name] = Version(pin.version)
     assert set(floors) == {"torch", "numpy"}
     for name, specifier in floors.items():
         (clause,) = specifier
-        assert clause.operator == ">=" and pinned[name] == f"=={clause.version}", (name, specifier, pinned)
+        assert clause.operator == ">=" and pinned[name] == Version(clause.version), (name, specifier, pinned)
     script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "-r .ci/floor.txt" in script and "-m pytest tests/library -m unit" in script
