@@ -5,8 +5,8 @@ In a book build, checks.sphinx.sphinxext gives each chapter's kernel a cache fol
 `.checks-cache` in the book's source folder, which survives `rm -rf _build`) and the chapter's source file
 (CHECKS_SOURCE). The result is stored under a key made of everything that decides it:
 
-- the build's fingerprint (checks.sphinx.fingerprint: the checks package's source, the torch, Python, numpy and
-  pandas versions, the devices), which decides what the package computes;
+- the build's fingerprint (checks.sphinx.fingerprint: the code a chapter's kernel runs, the torch, Python, numpy
+  and pandas versions, the devices), which decides what the package computes;
 - the chapter's source text, which holds `compute` and every cell run before it;
 - the name, which tells apart two computations of one chapter.
 
@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..core.errors import CheckInputError
-from ..teaching import records
 from .fingerprint import fingerprint
 
 CACHE_VARIABLE = "CHECKS_CACHE"
@@ -42,6 +41,9 @@ T = TypeVar("T")
 
 def cached(name: str, compute: Callable[[], T]) -> T:
     """compute(), or its result from an earlier build with the same fingerprint, chapter text and name."""
+    # Imported here, where a chapter computes: the build's process reads this module's variable names only.
+    from ..teaching import records
+
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
         raise CheckInputError(f"a cached result needs a name of letters, digits, '-', '_' or '.', got {name!r}")
     if not callable(compute):

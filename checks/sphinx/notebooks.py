@@ -42,12 +42,12 @@ import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import nbformat
-import torch
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.errors import ConfigError
@@ -112,7 +112,7 @@ def binder_requirements(requirement: str) -> str:
     return (
         "# Binder's environment for the book's notebooks, written when the book was built.\n"
         "--extra-index-url https://download.pytorch.org/whl/cpu\n"
-        f"torch=={torch.__version__.split('+')[0]}\n"
+        f"torch=={version('torch').split('+')[0]}\n"
         f"{requirement}\n"
     )
 

@@ -4,7 +4,8 @@ page loads a script twice, and the mathematics renders without the internet.
 The line naming Python, torch and the devices is written into every page when the HTML is written, from
 the process building the book (the one that executes the chapters). Its text is a config value with
 rebuild="html", so a build under another Python, torch or set of devices rewrites every page: the line is
-never left over from an earlier build.
+never left over from an earlier build. Writing it asks torch, so the build keeps the line it wrote on this
+machine (checks.sphinx.machine) and a build that reads nothing again need not import torch.
 
 MathJax comes from the site itself (`_static/mathjax/`, copied from the django-static-mathjax package, which
 ships MathJax 3's files and needs no Django), not from a CDN: a local build read offline shows formulas,
@@ -21,15 +22,13 @@ import platform
 from pathlib import Path
 from typing import Any
 
-import torch
 from sphinx.application import Sphinx
 from sphinx.builders.html import StandaloneHTMLBuilder
 from sphinx.config import Config
 from sphinx.ext.mathjax import MATHJAX_URL
 from sphinx.util.fileutil import copy_asset
 
-from ..core.devices import available_devices
-from ..teaching.environment import device_name, environment
+from . import machine
 
 LINE_CLASS = "checks-build-environment"
 MATHJAX_FOLDER = "mathjax"
@@ -41,6 +40,11 @@ MATHJAX_PARTS = (MATHJAX_ENTRY, "input", "output/chtml", "adaptors", "ui", "a11y
 
 def environment_line(devices: list[str] | None = None) -> str:
     """One sentence naming Python, torch and each device the checks ran on, with its hardware."""
+    import torch
+
+    from ..core.devices import available_devices
+    from ..teaching.environment import device_name, environment
+
     present = available_devices() if devices is None else devices
     hardware = ", ".join(f"{device} ({device_name(device)})" for device in present)
     # The settings every record of the page shares; a failed check's record repeats only what differs.
@@ -82,7 +86,7 @@ def unique_scripts(scripts: list[Any]) -> list[Any]:
 
 
 def _set_line(app: Sphinx, config: Config) -> None:
-    config.checks_build_environment = environment_line()
+    config.checks_build_environment = machine.remembered(app.doctreedir, "environment line", environment_line)
 
 
 def mathjax_source() -> Path:

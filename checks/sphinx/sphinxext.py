@@ -1,14 +1,22 @@
 """Sphinx extension for the book: never show stale numbers, style the check tables, and keep the ledger.
 
 Sphinx re-reads (and so re-executes) a chapter only when its source changes. The chapters' numbers also
-depend on the `checks` package, the torch, Python, numpy and pandas versions and the devices present
-(checks.sphinx.fingerprint), so their fingerprint is a config value with rebuild="env": when it changes, Sphinx
-re-reads every chapter.
+depend on the code their kernels run (the checker library and the teaching code), the torch, Python, numpy
+and pandas versions and the devices present (checks.sphinx.fingerprint), so their fingerprint is a config
+value with rebuild="env": when it changes, Sphinx re-reads every chapter.
+
+A build that reads nothing again imports neither torch nor the record and ledger modules built on it: the
+fingerprint's devices are what torch answered on this machine before (checks.sphinx.machine), problem
+warnings are worded once (when their chapter is read, or the package's code changed) and kept in the
+environment, and ledger.json is kept when nothing it is made from changed. The package's code that only
+writes pages and notebooks is not in the fingerprint: when it changes (config value checks_package_source,
+rebuild="html"), every page is written again and no chapter executed.
 
 The ledger holds every check executed, displayed or not (see checks.teaching.records, "Collection at execution"):
 
-1. builder-inited: the previous ledger.json is removed (a failed or interrupted build leaves none that
-   could verify) and the folder of per-chapter record files, <doctreedir>/checks-records/, is emptied.
+1. builder-inited: the previous ledger.json is moved out of the site into <doctreedir> (a failed or
+   interrupted build leaves none that could verify) and the folder of per-chapter record files,
+   <doctreedir>/checks-records/, is emptied.
 2. source-read: CHECKS_RECORDS is set to the chapter's own file, records_path(doctreedir, docname), so
    the kernel myst-nb starts for it appends each executed record there. Chapters read in parallel
    (sphinx -j, forked workers) each get their own file. checks.sphinx.parallel, which starts the kernels of the
@@ -18,10 +26,12 @@ The ledger holds every check executed, displayed or not (see checks.teaching.rec
    executed (myst-nb's execution data); Sphinx saves the environment between builds, so a chapter that
    is not re-read keeps its records. The file is then removed.
 4. Pages are written: the `checks-ledger` directive is replaced by the table of all records. The ledger
-   page is read again whenever any record changed since the last finished build (its ledger.json is
-   compared), so it is never left showing records that no longer exist.
+   page is read again whenever what the ledger is made from changed since the last finished build, so it
+   is never left showing records that no longer exist.
 5. build-finished, only without an exception: ledger.json is written atomically, stamped with the
-   fingerprint's components, each chapter's source hash, execution and count of checks executed.
+   fingerprint's components, each chapter's source hash, execution and count of checks executed; or, when
+   what it is made from (the records, the pages, the stamp and the package's code) is what the last
+   finished build made it from, the one moved aside is put back.
 
 A contributor is told at build time, by Sphinx warnings (so `jupyter-book build -W` fails on them):
 
@@ -36,6 +46,7 @@ A contributor is told at build time, by Sphinx warnings (so `jupyter-book build 
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -54,14 +65,21 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.fileutil import copy_asset
 
-from ..teaching.records import PROBLEMS, RECORDS_VARIABLE, Record, read_collected
 from . import fingerprint as build_fingerprint
-from . import ledger, parallel
+from . import machine, parallel
 from .cache import CACHE_VARIABLE, SOURCE_VARIABLE
+
+# checks.teaching.records and checks.sphinx.ledger import torch: they are imported where a chapter is read
+# or the ledger written, never by a build that reads nothing again.
 
 PACKAGE = Path(__file__).resolve().parent
 RECORDS_FOLDER = "checks-records"
 CACHE_FOLDER = ".checks-cache"
+# checks.sphinx.ledger.LEDGER_JSON, named here so that a build that writes no ledger need not import it.
+LEDGER_JSON = "ledger.json"
+# Where the last finished build's ledger.json waits while a build runs, and what it was made from.
+KEPT_LEDGER = "checks-ledger.json"
+KEPT_LEDGER_SOURCE = "checks-ledger.sha256"
 logger = logging.getLogger(__name__)
 
 
@@ -74,6 +92,8 @@ def kernel_environment(app: Sphinx, docname: str) -> dict[str, str]:
     """The environment variables a kernel executing docname needs: the file its checks reach the ledger
     through, and for checks.cached, the chapter's source and the cache folder (CHECKS_CACHE if set, else
     .checks-cache in the book's source folder, which outlives the build folder)."""
+    from ..teaching.records import RECORDS_VARIABLE
+
     return {RECORDS_VARIABLE: str(records_path(app.doctreedir, docname)),
             SOURCE_VARIABLE: str(Path(app.env.doc2path(docname)).resolve()),
             CACHE_VARIABLE: os.environ.get(CACHE_VARIABLE) or str(Path(app.srcdir, CACHE_FOLDER))}
@@ -81,9 +101,14 @@ def kernel_environment(app: Sphinx, docname: str) -> dict[str, str]:
 
 def _set_fingerprint(app: Sphinx, config: Config) -> None:
     # The ledger is stamped with what the chapters ran with: taken now, not when the build ends.
-    app.checks_fingerprint = build_fingerprint.components()
+    # The devices are what torch answered before on this machine, kept in the build folder.
+    known = machine.remembered(app.doctreedir, "devices", build_fingerprint.devices)
+    app.checks_fingerprint = build_fingerprint.components(known_devices=known)
     # When it changes, every chapter is executed again (rebuild="env"); hashed from the parts just taken.
     config.checks_fingerprint = build_fingerprint.digest(app.checks_fingerprint)
+    # The whole package, including the code that only renders pages and notebooks: when it changes, every
+    # page is written again (rebuild="html"), and no chapter executed.
+    config.checks_package_source = build_fingerprint.package_digest(list(build_fingerprint.PACKAGE.rglob("*.py")))
 
 
 def _own_excludes(app: Sphinx, config: Config) -> None:
@@ -128,12 +153,16 @@ def _ledger_pages(env: BuildEnvironment) -> set[str]:
 
 
 def _start_build(app: Sphinx) -> None:
-    """No ledger survives into a build that may fail; each chapter's record file starts empty."""
+    """No ledger survives in the site into a build that may fail (it waits in the doctree folder, in case
+    nothing it is made from changes); each chapter's record file starts empty."""
     if app.builder.format != "html":
         return
-    previous = Path(app.outdir) / ledger.LEDGER_JSON
-    app.checks_previous_digest = ledger.digest_of_file(previous)
-    previous.unlink(missing_ok=True)
+    previous, kept = Path(app.outdir) / LEDGER_JSON, Path(app.doctreedir) / KEPT_LEDGER
+    if previous.is_file():
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(previous, kept)
+    source = Path(app.doctreedir) / KEPT_LEDGER_SOURCE
+    app.checks_previous_source = source.read_text(encoding="utf-8") if kept.is_file() and source.is_file() else None
     folder = Path(app.doctreedir) / RECORDS_FOLDER
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True, exist_ok=True)
@@ -145,6 +174,8 @@ def _before_execution(app: Sphinx, docname: str, source: list[str]) -> None:
 
 def _collect(app: Sphinx, doctree: nodes.document) -> None:
     """Keep every record the chapter's kernel executed (the last one per id), displayed or not."""
+    from ..teaching.records import RECORDS_VARIABLE, read_collected
+
     docname = app.env.docname
     os.environ.pop(RECORDS_VARIABLE, None)
     os.environ.pop(SOURCE_VARIABLE, None)
@@ -158,6 +189,15 @@ def _collect(app: Sphinx, doctree: nodes.document) -> None:
                                        "execution": execution or "not executed"}
 
 
+def _problems(records: list[dict], title: str) -> list[str]:
+    """A warning for each unexpected failure or unexpected pass, worded as `python -m checks` words it."""
+    from . import ledger
+    from ..teaching.records import PROBLEMS
+
+    return ["\n".join(ledger.describe_problem(record, outcome, f"chapter {title!r}"))
+            for record in records if (outcome := ledger.outcome_of(record)) in PROBLEMS]
+
+
 # The closing section of every chapter (CONTRIBUTING.md): its solutions' checks are counted apart on the
 # ledger's page, since a chapter's own sentences count the checks of its text.
 EXERCISES_SECTION = "exercises"
@@ -166,6 +206,8 @@ EXERCISES_SECTION = "exercises"
 def _shown(doctree: nodes.document, section: str | None = None) -> set[str]:
     """The ids of the records the chapter's tables display (and so anchor); the others are only executed.
     With section, only those displayed inside the section of that id."""
+    from . import ledger
+
     return {record["id"] for raw in doctree.findall(nodes.raw) if "html" in raw.get("format", "").split()
             and (section is None or _inside(raw, section))
             for payload in ledger.EMBEDDED.findall(raw.astext()) for record in json.loads(payload)}
@@ -193,14 +235,23 @@ def _execution(env: BuildEnvironment, docname: str) -> str:
 
 
 def _warn_problems(app: Sphinx, env: BuildEnvironment) -> None:
-    """One warning per unexpected failure or unexpected pass, every build (read again or not)."""
+    """One warning per unexpected failure or unexpected pass, every build (read again or not).
+
+    Each chapter's warnings are worded once, when it was read or the package's code changed, and kept in
+    the environment: a build that reads nothing again need not import the ledger (and torch) to repeat them.
+    """
     chapters = _chapters(env)
+    code = app.config.checks_package_source
+    reworded = getattr(env, "checks_problems_code", None) != code
     for docname in _book_order(env):
-        for record in chapters.get(docname, {}).get("records", ()):
-            outcome = ledger.outcome_of(record)
-            if outcome in PROBLEMS:
-                lines = ledger.describe_problem(record, outcome, f"chapter {env.titles[docname].astext()!r}")
-                logger.warning("\n".join(lines), location=docname, type="checks", subtype="problem")
+        chapter = chapters.get(docname)
+        if chapter is None:
+            continue
+        if reworded or "problems" not in chapter:
+            chapter["problems"] = _problems(chapter["records"], env.titles[docname].astext())
+        for problem in chapter["problems"]:
+            logger.warning(problem, location=docname, type="checks", subtype="problem")
+    env.checks_problems_code = code
 
 
 def _remove_outputs(app: Sphinx, docname: str) -> None:
@@ -253,9 +304,9 @@ def _merge(app: Sphinx, env: BuildEnvironment, docnames: Set[str], other: BuildE
 
 def _reread_ledger(app: Sphinx, env: BuildEnvironment, added: Set[str], changed: Set[str],
                    removed: Set[str]) -> Iterable[str]:
-    """The ledger page is read again when any chapter is, or when its records differ from the ones the
-    last finished build published (a build interrupted after reading, say)."""
-    stale = added or changed or removed or ledger.digest(entries(app)) != getattr(app, "checks_previous_digest", None)
+    """The ledger page is read again when any chapter is, or when what the ledger is made from differs from
+    what the last finished build made it from (a build interrupted after reading, say)."""
+    stale = added or changed or removed or _ledger_source(app) != getattr(app, "checks_previous_source", None)
     return sorted(_ledger_pages(env)) if stale else []
 
 
@@ -274,8 +325,11 @@ def _book_order(env: BuildEnvironment) -> list[str]:
     return order + sorted(set(env.all_docs) - set(order))
 
 
-def entries(app: Sphinx) -> list[ledger.Entry]:
+def entries(app: Sphinx) -> list[dict]:
     """Every record of the build as a ledger entry, in book order."""
+    from . import ledger
+    from ..teaching.records import Record
+
     chapters = _chapters(app.env)
     return [
         ledger.entry(Record.from_dict(record), chapter=app.env.titles[docname].astext(),
@@ -301,33 +355,61 @@ def _stamp(app: Sphinx) -> dict:
         "chapters": [
             {"chapter": app.env.titles[docname].astext(), "page": app.builder.get_target_uri(docname),
              "source": Path(app.env.doc2path(docname)).relative_to(app.srcdir).as_posix(),
-             "source_sha256": ledger.file_sha256(Path(app.env.doc2path(docname))),
+             "source_sha256": hashlib.sha256(Path(app.env.doc2path(docname)).read_bytes()).hexdigest(),
              "executed": chapters[docname]["executed"], "execution": chapters[docname]["execution"]}
             for docname in _book_order(app.env) if docname in chapters
         ],
     }
 
 
+def _ledger_source(app: Sphinx) -> str:
+    """A hash of what ledger.json and the ledger page are made from, computed without importing them: each
+    chapter's records as collected, title and page, the stamp, and the package's code (which turns them into
+    entries)."""
+    chapters = _chapters(app.env)
+    return build_fingerprint.digest({
+        "chapters": [{**chapters[docname], "shown": sorted(chapters[docname]["shown"]),
+                      "in_exercises": sorted(chapters[docname].get("in_exercises", ())),
+                      "title": app.env.titles[docname].astext(), "page": app.builder.get_target_uri(docname)}
+                     for docname in _book_order(app.env) if docname in chapters],
+        "stamp": _stamp(app),
+        "code": app.config.checks_package_source,
+    })
+
+
 def _place_ledger(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     placeholders = list(doctree.findall(ledger_placeholder))
     if not placeholders:
         return
+    from . import ledger
+
     here = posixpath.dirname(app.builder.get_target_uri(docname))
     target = {app.builder.get_target_uri(name): name for name in app.env.all_docs}
 
-    def link(item: ledger.Entry) -> str:
+    def link(item: dict) -> str:
         uri = app.builder.get_relative_uri(docname, target[item["page"]])
         return f"{uri}#{item['anchor']}" if item["anchor"] else uri
 
-    table = ledger.ledger_html(entries(app), link=link, json_href=posixpath.relpath(ledger.LEDGER_JSON, here or "."),
+    table = ledger.ledger_html(entries(app), link=link, json_href=posixpath.relpath(LEDGER_JSON, here or "."),
                                table_library=posixpath.relpath(f"_static/{TABLE_LIBRARY}", here or "."))
     for placeholder in placeholders:
         placeholder.replace_self(nodes.raw("", table, format="html"))
 
 
 def _write_json(app: Sphinx, exception: Exception | None) -> None:
-    if exception is None and app.builder.format == "html":
-        ledger.write(Path(app.outdir) / ledger.LEDGER_JSON, entries(app), _stamp(app))
+    """ledger.json, written again only when what it is made from changed since the last finished build."""
+    if exception is not None or app.builder.format != "html":
+        return
+    path, kept = Path(app.outdir) / LEDGER_JSON, Path(app.doctreedir) / KEPT_LEDGER
+    source = _ledger_source(app)
+    if source == app.checks_previous_source:
+        os.replace(kept, path)
+        return
+    from . import ledger
+
+    ledger.write(path, entries(app), _stamp(app))
+    kept.unlink(missing_ok=True)
+    (Path(app.doctreedir) / KEPT_LEDGER_SOURCE).write_text(source, encoding="utf-8")
 
 
 # DataTables (with SearchPanes) as the itables package ships it: one ES module and its stylesheet, copied
@@ -364,6 +446,7 @@ def _refresh_static(app: Sphinx, exception: Exception | None) -> None:
 
 def setup(app: Sphinx) -> dict:
     app.add_config_value("checks_fingerprint", "", "env")
+    app.add_config_value("checks_package_source", "", "html")
     app.connect("config-inited", _set_fingerprint)
     # sphinx-external-toc adds the files its toc leaves out to exclude_patterns at priority 900.
     app.connect("config-inited", _own_excludes, priority=850)
@@ -387,4 +470,4 @@ def setup(app: Sphinx) -> dict:
     app.connect("build-finished", _write_json)
     app.connect("build-finished", _refresh_static)
     app.connect("build-finished", _copy_table_library)
-    return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True, "env_version": 4}
+    return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True, "env_version": 5}
