@@ -15,7 +15,8 @@ The ledger holds every check executed, displayed or not (see checks.teaching.rec
    chapters to be read before Sphinx reads them, gives each kernel kernel_environment(app, docname) through
    its checks-kernel-environment event, and the extension finds the file the same way.
 3. doctree-read: the chapter's file is read back into the build environment with how the chapter was
-   executed (myst-nb's execution data); Sphinx saves the environment between builds, so a chapter that
+   executed (myst-nb's execution data) and which records its cells displayed (records.displayed: the
+   kernel says so in the same file, by cell, so the page's HTML is never read back); Sphinx saves the environment between builds, so a chapter that
    is not re-read keeps its records. The file is then removed.
 4. Pages are written: the `checks-ledger` directive is replaced by the table of all records. The ledger
    page is read again whenever any record changed since the last finished build (its ledger.json is
@@ -37,7 +38,6 @@ A contributor is told at build time, by Sphinx warnings (so `jupyter-book build 
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import posixpath
 import shutil
@@ -54,7 +54,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.fileutil import copy_asset
 
-from ..teaching.records import PROBLEMS, RECORDS_VARIABLE, Record, read_collected
+from ..teaching.records import PROBLEMS, RECORDS_VARIABLE, Record, read_collected, read_shown
 from . import fingerprint as build_fingerprint
 from . import ledger, parallel
 from .cache import CACHE_VARIABLE, SOURCE_VARIABLE
@@ -72,9 +72,11 @@ def records_path(doctreedir: str | os.PathLike[str], docname: str) -> Path:
 
 def kernel_environment(app: Sphinx, docname: str) -> dict[str, str]:
     """The environment variables a kernel executing docname needs: the file its checks reach the ledger
-    through, and for checks.cached, the chapter's source and the cache folder (CHECKS_CACHE if set, else
-    .checks-cache in the book's source folder, which outlives the build folder)."""
+    through, the start-up file that records its library calls (kernel_startup.py), and for checks.cached,
+    the chapter's source and the cache folder (CHECKS_CACHE if set, else .checks-cache in the book's source
+    folder, which outlives the build folder)."""
     return {RECORDS_VARIABLE: str(records_path(app.doctreedir, docname)),
+            "PYTHONSTARTUP": str(PACKAGE / "kernel_startup.py"),
             SOURCE_VARIABLE: str(Path(app.env.doc2path(docname)).resolve()),
             CACHE_VARIABLE: os.environ.get(CACHE_VARIABLE) or str(Path(app.srcdir, CACHE_FOLDER))}
 
@@ -149,12 +151,13 @@ def _collect(app: Sphinx, doctree: nodes.document) -> None:
     os.environ.pop(RECORDS_VARIABLE, None)
     os.environ.pop(SOURCE_VARIABLE, None)
     path = records_path(app.doctreedir, docname)
-    records = read_collected(path)
+    records, shown = read_collected(path), read_shown(path)
     path.unlink(missing_ok=True)
     execution = _execution(app.env, docname)
     if records or execution:
-        _chapters(app.env)[docname] = {"records": records, "executed": len(records), "shown": _shown(doctree),
-                                       "in_exercises": _shown(doctree, EXERCISES_SECTION),
+        in_exercises = _cells_inside(doctree, EXERCISES_SECTION)
+        _chapters(app.env)[docname] = {"records": records, "executed": len(records), "shown": set(shown),
+                                       "in_exercises": {key for key, cells in shown.items() if cells & in_exercises},
                                        "execution": execution or "not executed"}
 
 
@@ -163,12 +166,11 @@ def _collect(app: Sphinx, doctree: nodes.document) -> None:
 EXERCISES_SECTION = "exercises"
 
 
-def _shown(doctree: nodes.document, section: str | None = None) -> set[str]:
-    """The ids of the records the chapter's tables display (and so anchor); the others are only executed.
-    With section, only those displayed inside the section of that id."""
-    return {record["id"] for raw in doctree.findall(nodes.raw) if "html" in raw.get("format", "").split()
-            and (section is None or _inside(raw, section))
-            for payload in ledger.EMBEDDED.findall(raw.astext()) for record in json.loads(payload)}
+def _cells_inside(doctree: nodes.document, section: str) -> set[int]:
+    """The execution counts of the code cells inside the section of that id (myst-nb's cell containers)."""
+    return {node["exec_count"] for node in doctree.findall(nodes.container)
+            if node.get("nb_element") == "cell_code" and isinstance(node.get("exec_count"), int)
+            and _inside(node, section)}
 
 
 def _inside(node: nodes.Node, section: str) -> bool:
@@ -197,9 +199,9 @@ def _warn_problems(app: Sphinx, env: BuildEnvironment) -> None:
     chapters = _chapters(env)
     for docname in _book_order(env):
         for record in chapters.get(docname, {}).get("records", ()):
-            outcome = ledger.outcome_of(record)
-            if outcome in PROBLEMS:
-                lines = ledger.describe_problem(record, outcome, f"chapter {env.titles[docname].astext()!r}")
+            status = ledger.status_of(record)
+            if status in PROBLEMS:
+                lines = ledger.describe_problem(record, status, f"chapter {env.titles[docname].astext()!r}")
                 logger.warning("\n".join(lines), location=docname, type="checks", subtype="problem")
 
 

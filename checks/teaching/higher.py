@@ -24,7 +24,7 @@ from ..core.tolerances import Tolerance, default_tolerance, estimate_tolerance
 from .environment import device_name, environment
 from .expectations import reference_input
 from .planning import weak_reasons
-from .records import Provenance, Record
+from .records import Provenance, Record, collect
 from .source import source_of
 
 Function = Callable[[torch.Tensor], torch.Tensor]
@@ -186,7 +186,7 @@ def matrix_record(
     caught = detectable(expected, tolerance)  # what the allowance could catch, compared or not
     what = "Hessian" if expectation.order == 2 else "Jacobian"
     summary = estimate.summary() if estimate is not None else {}
-    return Record(
+    return collect(Record(
         check=label or f"{what} of {expectation.function} by {WAY_WORDS[way]}",
         function=expectation.function,
         x=reference.tolist(),
@@ -218,7 +218,7 @@ def matrix_record(
         evaluations=summary.get("evaluations"),
         error_estimate=summary.get("error_estimate"),
         code={"f": source_of(expectation.f), "matrix": source_of(expectation.d)},
-    )
+    ))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,209 @@
+"""The checker library's reports as records: every check_jacobian, assert_gradients, check_module and
+assert_module_gradients call a reader's code makes reaches the ledger, without wrapping the call.
+
+checks.core knows nothing of the book: it hands each finished CheckReport to the observers of
+checks.core.observers. Importing checks.teaching subscribes observe() there, so a chapter's kernel (which
+imports the teaching API) turns each report into one Record and hands it to records.collect:
+
+- what was checked: the call as the reader wrote it (its source, read from the calling frame), the function
+  (the call's first argument), the inputs' names and shapes (x), dtype and device;
+- the outcome, inconclusive included, as the report's own (pass / fail / inconclusive);
+- the element that decided it (the worst mismatch, else an element it could not judge, else the element
+  nearest its allowance): expected (the numerical estimate), observed (autograd), their difference and the
+  allowance there; the detectable error; the report's one-line summary and, unless it passed, its message.
+
+Calls the teaching side makes itself (the mutant suite, say) are not recorded here: their callers record
+them in their own words. A chapter that shows a failing or inconclusive library call on purpose declares
+it first, in a removed cell, by the text of the call: declare("checks.check_jacobian(torch.relu, x)",
+"inconclusive"); an undeclared one is a problem of the build, as an undeclared failure of any check is.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import math
+import re
+import textwrap
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from ..core.errors import CheckInputError
+from ..core.observers import observers
+from ..core.outcome import Outcome
+from .environment import device_name, environment
+from .records import OUTCOMES, Provenance, Record, collect
+
+PACKAGE = Path(__file__).resolve().parent.parent  # checks/
+CORE = PACKAGE / "core"
+# The library's public calls, by the name a reader writes.
+CALLS = ("check_jacobian", "assert_gradients", "check_module", "assert_module_gradients")
+# Declared outcomes of library calls, by a piece of the call's text (declare()).
+_declared: dict[str, Outcome] = {}
+# How many reports each call site has made in this process: a call in a loop gets one record per report.
+_calls: dict[str, int] = {}
+
+
+def declare(call: str, outcome: Outcome) -> None:
+    """Declare the outcome a library call of the chapter is meant to have (a demonstration): every report
+    whose call's text contains `call` (whitespace ignored) is recorded with expected_failure or
+    expected_inconclusive. A declared "pass" withdraws a declaration."""
+    if not isinstance(call, str) or not _squeezed(call):
+        raise CheckInputError(f"declare() names a library call by its text, got {call!r}")
+    if outcome not in OUTCOMES:
+        raise CheckInputError(f"declare(..., outcome) takes one of {', '.join(OUTCOMES)}, got {outcome!r}")
+    _declared[_squeezed(call)] = outcome
+
+
+def observe(report: Any) -> None:
+    """The observer subscribed to checks.core.observers: one collected Record per report of a reader's call."""
+    caller, checker = _caller()
+    if caller is None:
+        return
+    collect(record_of(report, _call_text(caller) or f"{checker}(...)", checker))
+
+
+def record_of(report: Any, call: str, checker: str = "check_jacobian") -> Record:
+    """The Record of a CheckReport, made by `call` (its source text) through `checker`."""
+    squeezed = _squeezed(call)
+    wanted = next((outcome for text, outcome in _declared.items() if text in squeezed), "pass")
+    count = _calls[squeezed] = _calls.get(squeezed, 0) + 1
+    label = " ".join(call.split()) + (f" (call {count})" if count > 1 else "")
+    i, j = _decisive(report)
+    expected, observed = float(report.numerical[i, j]), float(report.autograd[i, j])
+    difference = abs(observed - expected)
+    mismatched = int(report.mismatch.sum())
+    message = report.summary() if report.outcome == "pass" else report.message()
+    return Record(
+        check=label,
+        function=_function(call) or report.call,
+        x={"arguments": [{"name": a.name, "shape": list(a.shape)} for a in report.arguments]},
+        input_shape=list(report.input_shape),
+        dtype=report.dtype,
+        device=report.device,
+        how=_how(report),
+        gradient_formula="numerical: check_jacobian's adaptive Richardson estimate of the Jacobian",
+        derivative_source="finite differences, each element with its own error estimate",
+        analytical_gradient=expected,
+        observed_gradient=observed,
+        executed=True,
+        abs_error=difference,
+        rel_error=difference / abs(expected) if expected else None,
+        worst_index=[i, j],
+        mismatched=mismatched,
+        tolerance=_tolerance(report, i, j),
+        verdict=report.outcome,
+        expected_failure=wanted == "fail",
+        expected_inconclusive=wanted == "inconclusive",
+        message=message,
+        device_name=device_name(report.device),
+        code={"call": call},
+        environment=environment(report.seed or 0),
+        detectable_relative_error=report.detectable_relative_error,
+        detectable_index=_detectable_index(report),
+        checker=checker,
+    )
+
+
+def _caller() -> tuple[FrameType | None, str]:
+    """The frame of the reader's code that called the library, and the library call it made; (None, "")
+    when the teaching or Sphinx side of the package made the call (it records its own)."""
+    frame, checker = inspect.currentframe(), "check_jacobian"
+    while frame is not None and _inside(frame, PACKAGE):
+        if _inside(frame, CORE):
+            if frame.f_code.co_name in CALLS:
+                checker = frame.f_code.co_name  # the outermost public call wins: assert_gradients, not check_jacobian
+        elif frame.f_code.co_filename != __file__:
+            return None, ""
+        frame = frame.f_back
+    return frame, checker
+
+
+def _inside(frame: FrameType, folder: Path) -> bool:
+    try:
+        return Path(frame.f_code.co_filename).resolve().is_relative_to(folder)
+    except (OSError, ValueError):
+        return False
+
+
+def _call_text(frame: FrameType) -> str:
+    """The source of the call the frame is making (a cell's too: IPython keeps cells in linecache)."""
+    position = inspect.getframeinfo(frame, context=0).positions
+    lines = linecache.getlines(frame.f_code.co_filename)
+    if position is None or position.lineno is None or not lines:
+        return ""
+    first, last = position.lineno - 1, (position.end_lineno or position.lineno) - 1
+    chosen = lines[first:last + 1]
+    if not chosen:
+        return ""
+    if position.col_offset is not None and position.end_col_offset is not None:
+        # Column offsets count UTF-8 bytes.
+        chosen = [line.encode() for line in chosen]
+        chosen[-1] = chosen[-1][:position.end_col_offset]
+        chosen[0] = chosen[0][position.col_offset:]
+        chosen = [line.decode(errors="replace") for line in chosen]
+    head, *rest = chosen
+    return (head + textwrap.dedent("".join(rest))).strip() if rest else head.strip()
+
+
+def _squeezed(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def _function(call: str) -> str:
+    """The call's first argument as written: the function (or module) checked."""
+    try:
+        node = ast.parse(call, mode="eval").body
+    except SyntaxError:
+        return ""
+    if isinstance(node, ast.Call) and node.args:
+        return ast.get_source_segment(call, node.args[0]) or ""
+    return ""
+
+
+def _how(report: Any) -> Provenance:
+    """How autograd's Jacobian was produced: torch.autograd.grad (reverse), forward mode, or a backward
+    differentiated again (order 2)."""
+    if report.order == 2:
+        return "create_graph"
+    return "returned" if report.mode == "reverse" else "jacfwd"
+
+
+def _decisive(report: Any) -> tuple[int, int]:
+    """The element that decides the outcome: the worst mismatch; else one that could not be judged; else the
+    one nearest its allowance."""
+    allowed = report.allowed if report.tolerance is None else report.given_allowed
+    ratio = (report.difference / allowed).nan_to_num(nan=math.inf, posinf=math.inf)
+    for mask in (report.mismatch, report.inconclusive):
+        if bool(mask.any()):
+            chosen = ratio.masked_fill(~mask, -1.0)
+            break
+    else:
+        chosen = ratio
+    index = int(chosen.reshape(-1).argmax())
+    return divmod(index, report.autograd.shape[1])
+
+
+def _tolerance(report: Any, i: int, j: int) -> dict[str, Any]:
+    """What the decisive element was allowed: the caller's atol and rtol, or the estimate's own allowance."""
+    if report.tolerance is not None:
+        return {**report.tolerance.to_dict(), "reason": "given to the library call (atol, rtol)"}
+    return {"rtol": 0.0, "atol": 0.0, "element_atol": [float(report.allowed[i, j])],
+            "reason": f"the estimate's own allowance at this element: {report.safety:g} × its uncertainty (error "
+                      f"estimate and f's rounding over the step) plus autograd's rounding"}
+
+
+def _detectable_index(report: Any) -> list[int] | None:
+    judged = (report.mismatch | report.agreed) & ~report.detectable.isnan()
+    if not bool(judged.any()):
+        return None
+    index = int(report.detectable.masked_fill(~judged, -math.inf).reshape(-1).argmax())
+    return list(divmod(index, report.autograd.shape[1]))
+
+
+def subscribe() -> None:
+    """Record every library report from now on in this process (once, however often called)."""
+    if observe not in observers:
+        observers.append(observe)
