@@ -243,6 +243,9 @@ def read(path: str | Path) -> Ledger:
         if item["verdict"] not in OUTCOMES:
             raise CheckInputError(f"{path}: check {number} ({item['id']}) has verdict {item['verdict']!r}; "
                                   f"an executed check's is one of {', '.join(OUTCOMES)}")
+        if item["outcome"] not in OUTCOMES:
+            raise CheckInputError(f"{path}: check {number} ({item['id']}) has outcome {item['outcome']!r}, "
+                                  f"not one of {', '.join(OUTCOMES)}")
         if item["status"] not in STATUS_ORDER:
             raise CheckInputError(f"{path}: check {number} ({item['id']}) has status {item['status']!r}, "
                                   f"not one of {', '.join(STATUS_ORDER)}")

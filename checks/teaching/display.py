@@ -216,11 +216,11 @@ def allowance_at(record: Record) -> tuple[float, float] | None:
         expected = torch.tensor(record.analytical_gradient, dtype=torch.float64)
         index = tuple(record.detectable_index or ())
         allowed = _allowance(record.tolerance, expected)
-    except (TypeError, ValueError, RuntimeError, KeyError):
+        at = (float(allowed[index]), float(expected.abs()[index])) if allowed is not None else None
+    except (TypeError, ValueError, RuntimeError, KeyError, IndexError):  # folded, or another shape (a library
+        # record keeps one element of a Jacobian, and its index in the Jacobian)
         return None
-    if allowed is None:
-        return None
-    return float(allowed[index]), float(expected.abs()[index])
+    return at
 
 
 def _allowance(tolerance: dict[str, Any], expected: torch.Tensor) -> torch.Tensor | None:
@@ -600,12 +600,12 @@ def embed(records: Sequence[Record]) -> str:
     executed = [record.to_dict() for record in records if record.executed]
     if not executed:
         return ""
-    displayed([item["id"] for item in executed], _cell())
+    displayed([item["id"] for item in executed], _running_cell())
     payload = json.dumps(executed, sort_keys=True).replace("</", "<\\/")
     return f'<script type="{RECORDS_MIME}">{payload}</script>'
 
 
-def _cell() -> int | None:
+def _running_cell() -> int | None:
     """The execution count of the notebook cell running now (IPython's), or None outside IPython."""
     shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
     return getattr(shell, "execution_count", None)

@@ -14,8 +14,10 @@ imports the teaching API) turns each report into one Record and hands it to reco
 
 Calls the teaching side makes itself (the mutant suite, say) are not recorded here: their callers record
 them in their own words. A chapter that shows a failing or inconclusive library call on purpose declares
-it first, in a removed cell, by the text of the call: declare("checks.check_jacobian(torch.relu, x)",
-"inconclusive"); an undeclared one is a problem of the build, as an undeclared failure of any check is.
+it first, in a removed cell, by a piece of the call's text or of the function's name:
+declare("checks.check_jacobian(torch.relu, x)", "inconclusive"), declare("SwishBuggy.apply", "fail"); an
+undeclared one is a problem of the build, as an undeclared failure of any check is. A call made through a
+variable (a helper's `function`) is named by what the variable holds too ("function = SwishBuggy.apply").
 """
 
 from __future__ import annotations
@@ -26,9 +28,12 @@ import linecache
 import math
 import re
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
+
+import torch
 
 from ..core.errors import CheckInputError
 from ..core.observers import observers
@@ -40,21 +45,38 @@ PACKAGE = Path(__file__).resolve().parent.parent  # checks/
 CORE = PACKAGE / "core"
 # The library's public calls, by the name a reader writes.
 CALLS = ("check_jacobian", "assert_gradients", "check_module", "assert_module_gradients")
-# Declared outcomes of library calls, by a piece of the call's text (declare()).
-_declared: dict[str, Outcome] = {}
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What a chapter declared about some library calls (declare())."""
+
+    outcome: Outcome = "pass"
+    weak: str = ""
+    measurement: str = ""
+
+
+# Declarations, by a piece of the call's text or of the function's name, whitespace removed (declare()).
+_declared: dict[str, Declaration] = {}
 # How many reports each call site has made in this process: a call in a loop gets one record per report.
 _calls: dict[str, int] = {}
 
 
-def declare(call: str, outcome: Outcome) -> None:
-    """Declare the outcome a library call of the chapter is meant to have (a demonstration): every report
-    whose call's text contains `call` (whitespace ignored) is recorded with expected_failure or
-    expected_inconclusive. A declared "pass" withdraws a declaration."""
+def declare(call: str, outcome: Outcome = "pass", *, weak: str = "", measurement: str = "") -> None:
+    """Declare what the chapter's library calls whose text (or function's name) contains `call` (whitespace
+    ignored) are meant to show: their outcome (a failure or an inconclusive shown on purpose: the record's
+    expected_failure or expected_inconclusive), why a weak pass is acceptable (weak), or that each outcome is a
+    finding of a comparison (measurement). The latest declaration matching a call counts; declare(call)
+    alone withdraws one."""
     if not isinstance(call, str) or not _squeezed(call):
-        raise CheckInputError(f"declare() names a library call by its text, got {call!r}")
+        raise CheckInputError(f"declare() names library calls by a piece of their text, got {call!r}")
     if outcome not in OUTCOMES:
         raise CheckInputError(f"declare(..., outcome) takes one of {', '.join(OUTCOMES)}, got {outcome!r}")
-    _declared[_squeezed(call)] = outcome
+    for name, value in (("weak", weak), ("measurement", measurement)):
+        if not isinstance(value, str):
+            raise CheckInputError(f"declare(..., {name}=...) is the reason, as text; got {value!r}")
+    _declared.pop(_squeezed(call), None)  # re-declared: it becomes the latest
+    _declared[_squeezed(call)] = Declaration(outcome, weak, measurement)
 
 
 def observe(report: Any) -> None:
@@ -62,13 +84,17 @@ def observe(report: Any) -> None:
     caller, checker = _caller()
     if caller is None:
         return
-    collect(record_of(report, _call_text(caller) or f"{checker}(...)", checker))
+    call = _call_text(caller) or f"{checker}(...)"
+    collect(record_of(report, call, checker, _function(call, caller)))
 
 
-def record_of(report: Any, call: str, checker: str = "check_jacobian") -> Record:
-    """The Record of a CheckReport, made by `call` (its source text) through `checker`."""
+def record_of(report: Any, call: str, checker: str = "check_jacobian", function: str = "") -> Record:
+    """The Record of a CheckReport, made by `call` (its source text) through `checker`, of `function` (by
+    default the call's first argument as written)."""
     squeezed = _squeezed(call)
-    wanted = next((outcome for text, outcome in _declared.items() if text in squeezed), "pass")
+    function = function or _function(call) or report.call
+    said = [declared for text, declared in _declared.items() if text in squeezed or text in _squeezed(function)]
+    wanted = said[-1] if said else Declaration()
     count = _calls[squeezed] = _calls.get(squeezed, 0) + 1
     label = " ".join(call.split()) + (f" (call {count})" if count > 1 else "")
     i, j = _decisive(report)
@@ -78,7 +104,7 @@ def record_of(report: Any, call: str, checker: str = "check_jacobian") -> Record
     message = report.summary() if report.outcome == "pass" else report.message()
     return Record(
         check=label,
-        function=_function(call) or report.call,
+        function=function,
         x={"arguments": [{"name": a.name, "shape": list(a.shape)} for a in report.arguments]},
         input_shape=list(report.input_shape),
         dtype=report.dtype,
@@ -95,8 +121,10 @@ def record_of(report: Any, call: str, checker: str = "check_jacobian") -> Record
         mismatched=mismatched,
         tolerance=_tolerance(report, i, j),
         verdict=report.outcome,
-        expected_failure=wanted == "fail",
-        expected_inconclusive=wanted == "inconclusive",
+        expected_failure=wanted.outcome == "fail",
+        expected_inconclusive=wanted.outcome == "inconclusive",
+        weak_reason=wanted.weak,
+        measurement=wanted.measurement,
         message=message,
         device_name=device_name(report.device),
         code={"call": call},
@@ -152,15 +180,33 @@ def _squeezed(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
-def _function(call: str) -> str:
-    """The call's first argument as written: the function (or module) checked."""
+def _function(call: str, frame: FrameType | None = None) -> str:
+    """The call's first argument as written: the function (or module) checked; with the calling frame, a
+    variable is named by what it holds too ("function = SwishBuggy.apply")."""
     try:
         node = ast.parse(call, mode="eval").body
     except SyntaxError:
         return ""
-    if isinstance(node, ast.Call) and node.args:
-        return ast.get_source_segment(call, node.args[0]) or ""
-    return ""
+    if not (isinstance(node, ast.Call) and node.args):
+        return ""
+    first = node.args[0]
+    text = ast.get_source_segment(call, first) or ""
+    if frame is None or not isinstance(first, ast.Name):  # Swish.apply, torch.sin: named as written
+        return text
+    value = frame.f_locals.get(first.id, frame.f_globals.get(first.id))
+    held = _name_of(value)
+    return f"{text} = {held}" if held and held != text and not text.endswith(held) else text
+
+
+def _name_of(value: object) -> str:
+    """A function's natural name: Swish.apply for a custom Function's apply, a module's class, a def's name."""
+    owner = getattr(value, "__self__", None)
+    if isinstance(owner, type) and issubclass(owner, torch.autograd.Function):
+        return f"{owner.__name__}.{value.__name__}"
+    if isinstance(value, torch.nn.Module):
+        return type(value).__name__
+    name = getattr(value, "__qualname__", "")
+    return "" if "<" in name else name
 
 
 def _how(report: Any) -> Provenance:
