@@ -23,6 +23,8 @@ variable (a helper's `function`) is named by what the variable holds too ("funct
 from __future__ import annotations
 
 import ast
+import functools
+import importlib
 import inspect
 import linecache
 import math
@@ -88,15 +90,26 @@ def observe(report: Any) -> None:
     collect(record_of(report, call, checker, _function(call, caller)))
 
 
+def _declared_for(call: str, function: str) -> Declaration:
+    """The latest declaration whose text is in the call's or the function's."""
+    said = [declared for text, declared in _declared.items()
+            if text in _squeezed(call) or text in _squeezed(function)]
+    return said[-1] if said else Declaration()
+
+
+def _label(call: str) -> str:
+    """The call as one line; a call site run again (a loop) numbers its later calls."""
+    squeezed = _squeezed(call)
+    count = _calls[squeezed] = _calls.get(squeezed, 0) + 1
+    return " ".join(call.split()) + (f" (call {count})" if count > 1 else "")
+
+
 def record_of(report: Any, call: str, checker: str = "check_jacobian", function: str = "") -> Record:
     """The Record of a CheckReport, made by `call` (its source text) through `checker`, of `function` (by
     default the call's first argument as written)."""
-    squeezed = _squeezed(call)
     function = function or _function(call) or report.call
-    said = [declared for text, declared in _declared.items() if text in squeezed or text in _squeezed(function)]
-    wanted = said[-1] if said else Declaration()
-    count = _calls[squeezed] = _calls.get(squeezed, 0) + 1
-    label = " ".join(call.split()) + (f" (call {count})" if count > 1 else "")
+    wanted = _declared_for(call, function)
+    label = _label(call)
     i, j = _decisive(report)
     expected, observed = float(report.numerical[i, j]), float(report.autograd[i, j])
     difference = abs(observed - expected)
@@ -147,6 +160,98 @@ def _caller() -> tuple[FrameType | None, str]:
             return None, ""
         frame = frame.f_back
     return frame, checker
+
+
+def watch_gradcheck() -> None:
+    """Record each torch.autograd.gradcheck and gradgradcheck call a chapter makes, as the library's calls are:
+    its outcome (pass, or fail: it raised GradcheckError or returned False), options and message. Only a
+    chapter's kernel asks for this (checks/sphinx/kernel_startup.py): it replaces the two functions in
+    torch.autograd by recording ones that call them unchanged. A call the teaching side makes, or one inside
+    a script checks.run_script runs (its see.raises records it), is left alone."""
+    for name in WATCHED:
+        original = getattr(torch.autograd, name)
+        if not getattr(original, "_checks_watched", False):
+            setattr(torch.autograd, name, _watched(original, name))
+
+
+WATCHED = ("gradcheck", "gradgradcheck")
+
+
+def _watched(original: Any, name: str) -> Any:
+    from torch.autograd.gradcheck import GradcheckError
+
+    @functools.wraps(original)
+    def watched(func: Any, inputs: Any, *args: Any, **options: Any) -> Any:
+        caller = _gradcheck_caller()
+        if caller is None:
+            return original(func, inputs, *args, **options)
+        call = _call_text(caller) or f"torch.autograd.{name}(...)"
+        function = _function(call, caller)
+        try:
+            result = original(func, inputs, *args, **options)
+        except GradcheckError as error:
+            collect(_gradcheck_record(name, call, function, inputs, options, "fail", str(error).strip()))
+            raise
+        collect(_gradcheck_record(name, call, function, inputs, options, "pass" if result else "fail",
+                                  f"{name} returned {result}"))
+        return result
+
+    watched._checks_watched = True  # type: ignore[attr-defined]
+    return watched
+
+
+def _gradcheck_caller() -> FrameType | None:
+    """The reader's frame that called gradcheck; None when the package, or a script it runs, called it."""
+    frame = inspect.currentframe()
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    caller = frame
+    while frame is not None:
+        if _inside(frame, PACKAGE):
+            return None
+        frame = frame.f_back
+    return caller
+
+
+def _gradcheck_module() -> Any:
+    # The module, whose functions are the originals (torch.autograd.gradcheck is the watched function).
+    return importlib.import_module("torch.autograd.gradcheck")
+
+
+def _gradcheck_record(name: str, call: str, function: str, inputs: Any, options: dict[str, Any], verdict: Outcome,
+                      message: str) -> Record:
+    tensors = [inputs] if isinstance(inputs, torch.Tensor) else [t for t in inputs if isinstance(t, torch.Tensor)]
+    first = next((t for t in tensors if t.dtype.is_floating_point or t.dtype.is_complex), None)
+    defaults = {key: value.default for key, value in inspect.signature(getattr(_gradcheck_module(), name))
+                .parameters.items() if key in ("eps", "atol", "rtol")}
+    used = {**defaults, **{key: options[key] for key in defaults if key in options}}
+    wanted = _declared_for(call, function)
+    return Record(
+        check=_label(call),
+        function=function,
+        x={"arguments": [{"name": f"input {k}", "shape": list(t.shape)} for k, t in enumerate(tensors)]},
+        input_shape=list(first.shape) if first is not None else [],
+        dtype=str(first.dtype).removeprefix("torch.") if first is not None else "",
+        device=first.device.type if first is not None else "cpu",
+        how="gradcheck",
+        gradient_formula=f"numerical: {name}'s central differences at eps={used['eps']:g}",
+        derivative_source="finite differences (torch.autograd.gradcheck)",
+        analytical_gradient=None,
+        executed=True,
+        tolerance={"rtol": float(used["rtol"]), "atol": float(used["atol"]),
+                   "reason": f"{name}'s " + ("given" if {"atol", "rtol"} & set(options) else "default")
+                             + " tolerance"},
+        verdict=verdict,
+        expected_failure=wanted.outcome == "fail",
+        expected_inconclusive=wanted.outcome == "inconclusive",
+        weak_reason=wanted.weak,
+        measurement=wanted.measurement,
+        message=message,
+        device_name=device_name(first.device.type if first is not None else "cpu"),
+        code={"call": call},
+        environment=environment(0),
+        checker=name,
+    )
 
 
 def _inside(frame: FrameType, folder: Path) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
 import torch
 
 import checks
@@ -105,3 +106,41 @@ def test_the_mutant_suite_records_its_runs_as_measurements_not_the_library_calls
     assert [record.checker for record in made] == ["this checker", "gradcheck (slow)"]
     assert all(record.status == "measured" and record.measurement for record in made)
     assert [record.verdict for record in made] == [run.outcome for run in runs]
+
+
+def test_a_chapters_gradcheck_calls_are_recorded_once_watched(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in library.WATCHED:  # torch's own functions again after this test
+        monkeypatch.setattr(torch.autograd, name, getattr(torch.autograd, name))
+    library.watch_gradcheck()
+    library.watch_gradcheck()  # once is enough: not wrapped twice
+    assert torch.autograd.gradcheck._checks_watched and not hasattr(torch.autograd.gradcheck.__wrapped__,
+                                                                     "_checks_watched")
+    from torch.autograd.gradcheck import GradcheckError
+
+    class Halved(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    before = collected()
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(torch.sin, (x,))
+    library.declare("Halved.apply", "fail")
+    try:
+        torch.autograd.gradcheck(Halved.apply, (x,), atol=1e-6)
+    except GradcheckError:
+        pass
+    passed, failed = new_records(before)
+    assert (passed.verdict, passed.status, passed.checker) == ("pass", "pass", "gradcheck")
+    assert passed.code == {"call": "torch.autograd.gradcheck(torch.sin, (x,))"}
+    assert passed.tolerance["atol"] == 1e-5 and passed.how == "gradcheck"
+    assert (failed.verdict, failed.status) == ("fail", "expected failure")
+    assert failed.tolerance["atol"] == 1e-6 and "Jacobian mismatch" in failed.message
+    # The teaching side's own gradcheck runs (the mutant suite's) are left to it.
+    before = collected()
+    sensitivity.evaluate(correct_cases()[:1], dtypes=(torch.float64,), checkers=("gradcheck (slow)",))
+    assert [record.checker for record in new_records(before)] == ["gradcheck (slow)"]
