@@ -102,6 +102,8 @@ def cell_text(key: str, record: Record) -> str:
         return format(value, ".3g")
     if key in ("step", "error_estimate"):
         return _short_numbers(value)
+    if key == "tolerance" and not value:  # a study's run (the mutant suite) compares nothing of its own
+        return "none"
     if key == "tolerance":
         return rtol_atol(value["rtol"], value["atol"], value.get("element_atol"), value.get("plain") is True)
     if key == "verdict" and value is None:
@@ -566,6 +568,8 @@ def environment_items(record: Record) -> dict[str, str]:
 
 def _element(value: Any, index: tuple[int, ...]) -> Any:
     for position in index:
+        if not isinstance(value, list):  # already the element (a library record keeps only its worst one)
+            break
         value = value[position]
     return value
 
