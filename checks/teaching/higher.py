@@ -222,7 +222,7 @@ def matrix_record(
 
 
 @dataclass(frozen=True)
-class TorchCheckOutcome:
+class TorchCheckRun:
     """What gradcheck or gradgradcheck said about f at x, and how long it took."""
 
     check: str
@@ -232,7 +232,7 @@ class TorchCheckOutcome:
     seconds: float
 
 
-def run_torch_check(f: Function, x: torch.Tensor, check: str = "gradgradcheck") -> TorchCheckOutcome:
+def run_torch_check(f: Function, x: torch.Tensor, check: str = "gradgradcheck") -> TorchCheckRun:
     """torch.autograd.gradcheck or gradgradcheck with their defaults; a mismatch is an outcome, not a crash."""
     runner = {"gradcheck": torch.autograd.gradcheck, "gradgradcheck": torch.autograd.gradgradcheck}.get(check)
     if runner is None:
@@ -245,7 +245,7 @@ def run_torch_check(f: Function, x: torch.Tensor, check: str = "gradgradcheck") 
             passed, message = bool(runner(f, (point,))), f"{check} returned True"
         except GradcheckError as error:
             passed, message = False, str(error).strip().splitlines()[0]
-    return TorchCheckOutcome(check, dtype_name(x.dtype), passed, message, time.perf_counter() - start)
+    return TorchCheckRun(check, dtype_name(x.dtype), passed, message, time.perf_counter() - start)
 
 
 SECOND_DERIVATIVE_CHECKS = ("gradcheck", "gradgradcheck", "this checker on the create_graph gradient")
