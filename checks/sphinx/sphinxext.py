@@ -155,8 +155,10 @@ def _collect(app: Sphinx, doctree: nodes.document) -> None:
     path.unlink(missing_ok=True)
     execution = _execution(app.env, docname)
     if records or execution:
-        in_exercises = _cells_inside(doctree, EXERCISES_SECTION)
-        _chapters(app.env)[docname] = {"records": records, "executed": len(records), "shown": set(shown),
+        # Shown: displayed by a cell whose output the page keeps (not a remove-output or remove-cell one).
+        visible, in_exercises = _cells_shown(doctree), _cells_shown(doctree, EXERCISES_SECTION)
+        _chapters(app.env)[docname] = {"records": records, "executed": len(records),
+                                       "shown": {key for key, cells in shown.items() if cells & visible},
                                        "in_exercises": {key for key, cells in shown.items() if cells & in_exercises},
                                        "execution": execution or "not executed"}
 
@@ -166,11 +168,14 @@ def _collect(app: Sphinx, doctree: nodes.document) -> None:
 EXERCISES_SECTION = "exercises"
 
 
-def _cells_inside(doctree: nodes.document, section: str) -> set[int]:
-    """The execution counts of the code cells inside the section of that id (myst-nb's cell containers)."""
+def _cells_shown(doctree: nodes.document, section: str | None = None) -> set[int]:
+    """The execution counts of the code cells whose outputs the page shows (myst-nb's cell containers with an
+    output container); with section, only those inside the section of that id."""
     return {node["exec_count"] for node in doctree.findall(nodes.container)
             if node.get("nb_element") == "cell_code" and isinstance(node.get("exec_count"), int)
-            and _inside(node, section)}
+            and any(child.get("nb_element") == "cell_code_output" for child in node.children
+                    if isinstance(child, nodes.Element))
+            and (section is None or _inside(node, section))}
 
 
 def _inside(node: nodes.Node, section: str) -> bool:
