@@ -610,6 +610,9 @@ def embed(records: Sequence[Record]) -> str:
 
 
 def _running_cell() -> int | None:
-    """The execution count of the notebook cell running now (IPython's), or None outside IPython."""
+    """The execution count the notebook records for the cell running now, or None outside IPython. While a
+    cell runs, IPython's counter already holds the next cell's number (measured with ipykernel and nbclient:
+    the n-th cell, recorded as n, reads n + 1)."""
     shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
-    return getattr(shell, "execution_count", None)
+    count = getattr(shell, "execution_count", None)
+    return count - 1 if isinstance(count, int) else None
