@@ -146,6 +146,7 @@ from .properties import (
     undefined_tangents,
     unmutated,
 )
+from .observers import notify
 from .signature import Argument, SecondOrder, Signature, Skipped, parameter_names
 from .tolerances import Tolerance
 from .validate import flag, integer, memory, number
@@ -790,7 +791,7 @@ def check_jacobian(
     note = "; ".join(filter(None, [note, evaluate.note]))
     properties = (unmutated(first.names, first.before, first.after),
                   *_derivative_properties(g, used, seed, nondet_tol, check_undefined_grad, check_batched_grad, graph))
-    return CheckReport(
+    report = CheckReport(
         autograd=jacobian, numerical=numerical, allowed=allowed, details=search.details,
         levels=torch.from_numpy(search.tried.copy()), kink=kink, domain=domain, unstable=unstable & ~domain,
         unconfirmed=unconfirmed & ~domain, converged=converged & ~domain, noise=torch.from_numpy(search.noise()),
@@ -801,6 +802,8 @@ def check_jacobian(
         outputs=checked.outputs, skipped=g.skipped, call=g.call, order=order, seed=seed, tolerance=tolerance,
         properties=properties, projections=checked.projections if fast else None,
     )
+    notify(report)  # checks.core.observers: whoever keeps a log of checks (a book's ledger) sees it
+    return report
 
 
 def _given_tolerance(atol: object, rtol: object) -> Tolerance | None:

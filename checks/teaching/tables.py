@@ -77,7 +77,7 @@ class ScriptResults(Results):
         # verdict's class (the verdict's colour and symbol, as in the other check tables).
         rows = "".join(
             f'<tr id="{html.escape(record.id)}" class="checks-{record.verdict} '
-            f'checks-outcome-{record.outcome.replace(" ", "-")}">'
+            f'checks-outcome-{record.status.replace(" ", "-")}">'
             + "".join(self._cell_html(record, heading, key, text)
                       for heading, (key, text) in self._cells(record).items() if heading != "observed how")
             + "</tr>"

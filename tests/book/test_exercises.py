@@ -125,7 +125,7 @@ def test_the_first_chapter_lets_the_reader_fill_in_a_blank_and_be_judged(book_ht
     with pytest.raises(checks.CheckInputError, match=r"blank"):
         said.one()
     # The solution shows both outcomes a reader can meet: a pass, and the book's failure record.
-    outcomes = {ledger.entry(checks.Record.from_dict(record), chapter="", page="")["outcome"]
+    outcomes = {ledger.entry(checks.Record.from_dict(record), chapter="", page="")["status"]
                 for record in embedded_records(solution)}
     assert {"pass", "expected failure"} <= outcomes
     assert solution.select(".checks-failure"), "the solution shows no failure record"

@@ -64,7 +64,9 @@ def test_every_chapter_s_checks_are_in_the_ledger(book_html: Path) -> None:
     for name in toc_pages():
         shown = {record["id"] for record in embedded_records(page(book_html, name))}
         assert shown <= in_ledger, f"{name}: {len(shown - in_ledger)} checks missing from the ledger"
-    assert in_ledger == {record["id"] for name in toc_pages() for record in embedded_records(page(book_html, name))}
+    # What a page displays is anchored there; the rest (library calls, the mutant suite's runs) is executed only.
+    anchored = {item["id"] for item in ledger_json(book_html) if item["anchor"]}
+    assert anchored == {record["id"] for name in toc_pages() for record in embedded_records(page(book_html, name))}
 
 
 def test_ledger_json_is_valid_and_matches_the_ledger_page(book_html: Path) -> None:
@@ -74,7 +76,7 @@ def test_ledger_json_is_valid_and_matches_the_ledger_page(book_html: Path) -> No
     rows = soup.select("table.checks-ledger tbody tr")
     assert len(rows) == len(items)
     verdicts = [row.select_one("td.checks-verdict").get_text() for row in rows]
-    assert verdicts == [item["outcome"] for item in ledger.ordered(items)]
+    assert verdicts == [item["status"] for item in ledger.ordered(items)]
     # Failures first.
     first_pass = verdicts.index("pass")
     assert "pass" not in {*verdicts[:first_pass]} and set(verdicts[first_pass:]) == {"pass"}
@@ -91,6 +93,8 @@ def test_ledger_rows_link_to_their_chapter_rows(book_html: Path) -> None:
     soup = page(book_html, "book/ledger.html")
     anchors: dict[str, set[str]] = {}  # each chapter is parsed once, not once per row
     for link in soup.select("table.checks-ledger td.checks-chapter a"):
+        if "#" not in link["href"]:  # executed, not displayed (a library call): the link is to its page
+            continue
         target, anchor = link["href"].split("#")
         if target not in anchors:
             anchors[target] = {tag["id"] for tag in page(book_html, f"book/{target}").find_all(id=True)}
@@ -99,4 +103,4 @@ def test_ledger_rows_link_to_their_chapter_rows(book_html: Path) -> None:
 
 def test_the_built_ledger_has_no_unexpected_failures_or_passes(book_html: Path, capsys) -> None:
     assert main([str(book_html)]) == 0, capsys.readouterr().out
-    assert sum(item["outcome"] == "expected failure" for item in ledger_json(book_html)) >= 5
+    assert sum(item["status"] == "expected failure" for item in ledger_json(book_html)) >= 5

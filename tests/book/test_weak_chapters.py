@@ -34,8 +34,9 @@ def _has_a_non_zero_expected_element(value: object) -> bool:
 def test_every_executed_record_in_the_ledger_says_what_it_could_have_caught(book_html: Path) -> None:
     items = checks_of(book_html)
     assert items and all("detectable_relative_error" in item for item in items)
+    # An inconclusive check judged nothing, so there is nothing it could have caught.
     missing = [item["id"] for item in items if _has_a_non_zero_expected_element(item["analytical_gradient"])
-               and item["detectable_relative_error"] is None]
+               and item["detectable_relative_error"] is None and item["verdict"] != "inconclusive"]
     assert not missing, missing
     assert all(item["detectable_relative_error"] is None or item["detectable_relative_error"] > 0 for item in items)
 

@@ -45,12 +45,12 @@ def entries(*records: checks.Record) -> list[ledger.Entry]:
     return [ledger.entry(record, chapter="A chapter", page="book/a.html") for record in records]
 
 
-def test_outcome_reads_the_verdict_with_the_expected_failure_flag() -> None:
-    assert run(SQUARE).outcome == "pass"
-    assert run(WRONG).outcome == "unexpected failure"
-    assert run(WRONG, expected_failure=True).outcome == "expected failure"
-    assert run(SQUARE, expected_failure=True).outcome == "unexpected pass"
-    assert checks.plan(SQUARE, 3.0, devices="cpu").records()[0].outcome == "planned"
+def test_status_reads_the_verdict_with_the_expected_failure_flag() -> None:
+    assert run(SQUARE).status == "pass"
+    assert run(WRONG).status == "unexpected failure" and run(WRONG).outcome == "fail"
+    assert run(WRONG, expected_failure=True).status == "expected failure"
+    assert run(SQUARE, expected_failure=True).status == "unexpected pass"
+    assert checks.plan(SQUARE, 3.0, devices="cpu").records()[0].outcome is None
 
 
 def test_a_failed_record_shows_discrepancy_code_and_environment_with_an_anchor() -> None:
@@ -89,10 +89,11 @@ def test_a_tolerance_change_and_its_reason_are_shown_under_the_table() -> None:
 
 def test_ledger_orders_failures_first_and_counts_per_outcome_and_device() -> None:
     items = entries(run(SQUARE), run(WRONG, expected_failure=True), run(WRONG))
-    assert [item["outcome"] for item in ledger.ordered(items)] == ["unexpected failure", "expected failure", "pass"]
+    assert [item["status"] for item in ledger.ordered(items)] == ["unexpected failure", "expected failure", "pass"]
     counts = ledger.summary(items)
     assert counts["checks"] == 3
-    assert counts["outcomes"] == {"pass": 1, "expected failure": 1, "unexpected failure": 1}
+    assert counts["statuses"] == {"pass": 1, "expected failure": 1, "unexpected failure": 1}
+    assert counts["outcomes"] == {"pass": 1, "fail": 2}
     assert counts["devices"] == {"cpu": {"pass": 1, "expected failure": 1, "unexpected failure": 1}}
 
 
@@ -100,7 +101,8 @@ def test_ledger_entries_are_a_superset_of_the_documented_record_shape() -> None:
     item = json.loads(ledger.to_json(entries(run(SQUARE))))["checks"][0]
     assert {"function": "x*x", "x": 3.0, "analytical_gradient": 6.0, "executed": True}.items() <= item.items()
     assert item["observed_gradient"] == pytest.approx(6.0)
-    assert {"chapter", "page", "anchor", "outcome", "how", "tolerance", "verdict", "expected_failure"} <= set(item)
+    assert {"chapter", "page", "anchor", "outcome", "status", "how", "tolerance", "verdict",
+            "expected_failure"} <= set(item)
 
 
 def test_ledger_html_links_each_row_to_its_chapter_and_offers_the_json() -> None:
@@ -181,6 +183,7 @@ MALFORMED = {
     "a check without a verdict": _set("check", "verdict", DELETE),
     "a check without an outcome": _set("check", "outcome", DELETE),
     "a bogus outcome": _set("check", "outcome", "fine"),
+    "a bogus status": _set("check", "status", "fine"),
     "a planned verdict": _set("check", "verdict", "planned"),
     "a verdict of True": _set("check", "verdict", True),
     "expected_failure 'no'": _set("check", "expected_failure", "no"),
@@ -215,7 +218,7 @@ def test_command_line_refuses_a_missing_malformed_or_mismatched_ledger_in_one_li
 PROBLEMATIC = {
     "an empty ledger": (lambda data: (data["checks"].clear(), data["build"]["chapters"].clear()),
                         "holds no checks"),
-    "a stored outcome the verdict contradicts": (_set("check", "outcome", "unexpected pass"), "stored outcome"),
+    "a stored status the verdict contradicts": (_set("check", "status", "unexpected pass"), "stored outcome"),
     "a check lost from the ledger": (lambda data: data["checks"].pop(), "2 checks executed, 1 in the ledger"),
     "a chapter whose execution failed": (_set("chapter", "execution", "force: failed (ZeroDivisionError)"),
                                          "checks after the error never ran"),
@@ -274,19 +277,19 @@ def test_each_lambda_shows_its_own_expression_when_several_share_a_line() -> Non
     assert code == {"f": "lambda x: 3 * x**2", "df": "lambda x: 6 * x"}
 
 
-def test_every_executed_record_is_collected_when_constructed_and_loaded_ones_are_not(
+def test_every_executed_record_is_collected_and_loaded_ones_are_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from dataclasses import replace
 
-    from checks.teaching.records import RECORDS_VARIABLE, collected, read_collected
+    from checks.teaching.records import RECORDS_VARIABLE, collect, collected, read_collected
 
     target = tmp_path / "chapter.jsonl"
     monkeypatch.setenv(RECORDS_VARIABLE, str(target))
     record = run(WRONG, x=11.0)  # never displayed
     assert record in collected()
     assert [item["id"] for item in read_collected(target)] == [record.id]
-    declared = replace(record, expected_failure=True)  # the same id constructed again: the last one is kept
+    declared = collect(replace(record, expected_failure=True))  # the same id collected again: the last one is kept
     assert [item["expected_failure"] for item in read_collected(target)] == [True]
     assert declared in collected() and record not in collected()
     checks.load_records(checks.dump_records([run(SQUARE, x=12.0)]))

@@ -154,7 +154,7 @@ def test_problems_do_not_stop_the_build_but_fail_python_dash_m_checks(tmp_path: 
     assert "unexpected failure: x*x at x=3" in result.stdout
     assert "unexpected pass: x*x at x=3" in result.stdout
     outcomes = ledger.load(html)
-    assert sorted(item["outcome"] for item in outcomes) == ["unexpected failure", "unexpected pass"]
+    assert sorted(item["status"] for item in outcomes) == ["unexpected failure", "unexpected pass"]
 
 
 def test_an_edited_stylesheet_reaches_the_site_when_no_page_changed(tmp_path: Path) -> None:

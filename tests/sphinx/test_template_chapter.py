@@ -25,7 +25,7 @@ def test_the_template_builds_alone_with_a_pass_and_a_declared_failure(tmp_path: 
     result = jupyter_book("build", str(tmp_path / "book" / "mine.md"))
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     html = tmp_path / "_build" / "_page" / "book-mine" / "html"
-    outcomes = sorted(item["outcome"] for item in ledger.load(html))
+    outcomes = sorted(item["status"] for item in ledger.load(html))
     assert outcomes.count("expected failure") >= 1 and "pass" in outcomes
     assert not ledger.problems(ledger.load(html))
     assert "We expected 12 ; backward() stored 12" in main_text(page(html, "mine.html"))
