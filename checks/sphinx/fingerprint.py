@@ -19,7 +19,7 @@ from pathlib import Path
 # The package's folder.
 PACKAGE = Path(__file__).resolve().parents[1]
 # Relative to the package: every .py file of a folder, or the file named.
-NUMBERS_SOURCE = ("__init__.py", "core", "teaching", "sphinx/cache.py")
+NUMBERS_SOURCE = ("__init__.py", "core", "teaching", "sphinx/cache.py", "sphinx/kernel_startup.py")
 
 
 def numbers_source() -> list[Path]:
