@@ -140,7 +140,11 @@ def _is_user(filename: str) -> bool:
 
 
 def raising_statement(traceback: TracebackType | None) -> tuple[str, str]:
-    """(source, kind) of the reader's statement that raised: the deepest frame of the reader's own code."""
+    """(source, kind) of the reader's statement that raised: the deepest frame of the reader's own code.
+
+    The kind is read from the very expression that raised, where Python says which (its instruction's
+    position): in `torch.ones(2, requires_grad=True) @ w` the product raised, not the constructor.
+    """
     chosen = None
     while traceback is not None:
         if _is_user(traceback.tb_frame.f_code.co_filename):
@@ -152,7 +156,35 @@ def raising_statement(traceback: TracebackType | None) -> tuple[str, str]:
     node = statement_at(source, chosen.tb_lineno) if source else None
     if node is None:
         return "", "unknown"
-    return ast.get_source_segment(source, node) or "", statement_kind(node)
+    part = _raising_part(node, chosen)
+    return ast.get_source_segment(source, node) or "", statement_kind(node) if part is None else _part_kind(part, node)
+
+
+def _raising_part(node: ast.stmt, traceback: TracebackType) -> ast.AST | None:
+    """The expression of node at the position of the instruction that raised (None when unknown)."""
+    positions = list(traceback.tb_frame.f_code.co_positions())
+    index = traceback.tb_lasti // 2
+    if not 0 <= index < len(positions) or None in positions[index]:
+        return None
+    line, end_line, column, end_column = positions[index]
+    found = None
+    for item in ast.walk(node):  # breadth first: the last match is the innermost (an Expr's own expression)
+        if (getattr(item, "lineno", None), getattr(item, "col_offset", None), getattr(item, "end_lineno", None),
+                getattr(item, "end_col_offset", None)) == (line, column, end_line, end_column):
+            found = item
+    return found
+
+
+def _part_kind(part: ast.AST, statement: ast.stmt) -> str:
+    """What the raising expression is: a call (by its name), a write into a tensor, or the forward's arithmetic."""
+    if isinstance(part, ast.Call):
+        return statement_kind(ast.Expr(part))
+    if part is statement and isinstance(statement, ast.AugAssign) or (
+            isinstance(part, (ast.Subscript, ast.Attribute)) and isinstance(part.ctx, ast.Store)):
+        return "in-place"
+    if part is statement:
+        return statement_kind(statement)
+    return "forward"
 
 
 def raised_kind(traceback: TracebackType | None, message: str) -> tuple[str, str]:

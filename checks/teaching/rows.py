@@ -151,7 +151,7 @@ def failure_html(record: Record) -> str:
     kind = f"as declared: {why}" if why else "not declared: a problem"
     title = f"{record.check} ({record.dtype}, {record.device}): {record.verdict}, {kind}"
     error = raised(record)
-    lead = error or record.message.splitlines()[0] if record.message else ""
+    lead = error or (record.message.splitlines() or [""])[0]
     found = diagnosis_of(record)
     shown = f'<pre class="checks-message">{html.escape(lead)}</pre>'
     if found:
