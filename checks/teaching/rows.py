@@ -98,8 +98,7 @@ def rows_html(records: Sequence[Record]) -> str:
     body = "".join(_row(record) for record in records)
     table = table_box(f'<table class="checks-table checks-rows"><thead><tr>{head}</tr></thead>'
                       f"<tbody>{body}</tbody></table>")
-    failures = "".join(failure_html(record) for record in records if record.verdict != "pass")
-    return table + failures + embed(records)
+    return table + failures_html(records) + embed(records)
 
 
 COLUMNS = ("verdict", "check", "expected", "observed", "dtype · device")
@@ -122,7 +121,7 @@ def _row(record: Record) -> str:
         html.escape(observed_text(record)) if record.observed_gradient is None else vector_html(record.observed_gradient))
     found = diagnosis_of(record)
     if found and record.verdict != "pass":
-        observed += f'<span class="checks-diagnosis">{html.escape(found)}</span>'
+        observed += f'<br><span class="checks-how checks-diagnosis">{html.escape(found)}</span>'
     cells = (f'<td class="checks-verdict" data-field="verdict"{data_label("verdict")}>{verdict}</td>'
              f'<td class="checks-check"{data_label("check")}>{check}</td>'
              f'<td class="checks-analytical_gradient" data-field="analytical_gradient"{data_label("expected")}>'
@@ -145,27 +144,48 @@ def _folded_error(error: str) -> str:
             f"{html.escape(error)}</details>")
 
 
-def failure_html(record: Record) -> str:
-    """A failure compact: what to search for in view; the code, environment and whole record folded."""
-    why = declared(record)
+def failures_html(records: Sequence[Record]) -> str:
+    """The failures of a cell, one box per check: its rows' dtypes and devices together when they failed alike."""
+    groups: dict[tuple[str, str, str], list[Record]] = {}
+    for record in records:
+        if record.verdict != "pass":
+            key = (record.check, str(record.verdict), raised(record).split(":", 1)[0] or diagnosis_of(record))
+            groups.setdefault(key, []).append(record)
+    return "".join(failure_html(group) for group in groups.values())
+
+
+def failure_html(group: Sequence[Record]) -> str:
+    """A check's failure, compact: what a learner would search for in view (PyTorch's message, or expected
+    against observed and the slip the numbers show); the message, code, environment and records folded."""
+    first = group[0]
+    why = declared(first)
     kind = f"as declared: {why}" if why else "not declared: a problem"
-    title = f"{record.check} ({record.dtype}, {record.device}): {record.verdict}, {kind}"
-    error = raised(record)
-    lead = error or (record.message.splitlines() or [""])[0]
-    found = diagnosis_of(record)
-    shown = f'<pre class="checks-message">{html.escape(lead)}</pre>'
+    where = " and ".join(dict.fromkeys(f"{record.dtype}, {record.device}" for record in group))
+    title = f"{first.check} ({where}): {first.verdict}, {kind}"
+    error = raised(first)
+    leads = [short(error)] if error else [
+        f"expected {expected_text(record)}, observed {observed_text(record)} ({record.dtype}, {record.device})"
+        for record in group]
+    shown = "".join(f'<pre class="checks-message">{html.escape(lead)}</pre>' for lead in leads)
+    found = diagnosis_of(first)
     if found:
         shown += f'<p class="checks-diagnosis">{html.escape(found)}</p>'
+    folded = "".join(_details(record) for record in group)
+    anchors = "".join(f'<span id="{html.escape(failure_anchor(record))}"></span>' for record in group[1:])
+    classes = "checks-failure checks-compact" + (" checks-expected-failure" if why else "")
+    return (f'<div class="{classes}" id="{html.escape(failure_anchor(first))}">{anchors}'
+            f'<p class="checks-failure-title">{html.escape(title)}</p>{shown}{folded}</div>')
+
+
+def _details(record: Record) -> str:
     code = "".join(f"<pre class=\"checks-code\">{html.escape(text)}</pre>" for text in record.code.values())
     environment = "".join(f"<dt>{html.escape(key)}</dt><dd>{html.escape(value)}</dd>"
                           for key, value in environment_items(record).items())
     whole = html.escape(json.dumps(record.to_dict(), indent=1, sort_keys=True))
-    details = (f"<details class=\"checks-failure-details\"><summary>details: message, code, environment, "
-               f"record</summary><pre>{html.escape(record.message)}</pre><h4>Code</h4>{code}"
-               f"<h4>Environment</h4><dl>{environment}</dl><h4>Record</h4><pre>{whole}</pre></details>")
-    classes = "checks-failure checks-compact" + (" checks-expected-failure" if why else "")
-    return (f'<div class="{classes}" id="{html.escape(failure_anchor(record))}">'
-            f'<p class="checks-failure-title">{html.escape(title)}</p>{shown}{details}</div>')
+    return (f'<details class="checks-failure-details"><summary>details ({html.escape(record.dtype)}, '
+            f"{html.escape(record.device)}): message, code, environment, record</summary>"
+            f"<pre>{html.escape(record.message)}</pre><h4>Code</h4>{code}"
+            f"<h4>Environment</h4><dl>{environment}</dl><h4>Record</h4><pre>{whole}</pre></details>")
 
 
 class Rows:
