@@ -53,7 +53,9 @@ class Shadow:
 
     dtype: str
     device: str
-    namespace: dict[str, Any]
+    # A copy of the reader's namespace as the first cell after the setup cell starts (what the setup cell
+    # defined included); then its own.
+    namespace: dict[str, Any] | None = None
     cuda_state: torch.Tensor | None = None
 
 
@@ -79,6 +81,8 @@ class Engine:
         from IPython.utils.capture import capture_output
 
         for shadow in self.shadows:
+            if shadow.namespace is None:
+                shadow.namespace = dict(self.shell.user_ns)
             filename = f"<checks: cell {self._count} in {shadow.dtype} on {shadow.device}>"
             # Kept where tracebacks and checks.teaching.provenance read a statement's source.
             linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
@@ -154,7 +158,7 @@ def each_cell(dtypes: Sequence[str] = ("float32", "float64"), devices: Sequence[
                               f"exist already, and every dtype's run would share them): call it right after the imports")
     stop()
     engine = Engine(shell, names, places,
-                    [Shadow(dtype, device, dict(shell.user_ns)) for device in places for dtype in names
+                    [Shadow(dtype, device) for device in places for dtype in names
                      if (dtype, device) != reader])
     shell.events.register("pre_run_cell", engine.pre_run_cell)
     shell.events.register("post_run_cell", engine.post_run_cell)
