@@ -5,7 +5,8 @@ the kernel runs is also run, before the reader's own run, once per other (dtype,
 executed under torch.set_default_dtype(dtype) and `with torch.device(device)`, in a namespace of its own
 (a shadow), with its output captured and dropped. A shadow executes every cell, so it evolves like the
 reader's run: the x a later cell uses is the float64 x of the float64 shadow. Each shadow starts each cell
-from the reader's random state, so torch.randn draws the same numbers (rounded to its dtype).
+from the reader's random state (torch.randn then draws the same numbers, rounded to its dtype; other
+samplers, such as a layer's uniform initialisation, may draw differently per dtype).
 
 The reader's run is the one a person at a prompt gets: PyTorch's default dtype on the CPU; it must be one
 of those asked for. checks.expect and checks.raises report their records here (report()); after the cell

@@ -11,7 +11,7 @@ The expectation, as written:
 - a number, a nested list of them, True/False, or None (no value: x.grad still None), taken as written in
   float64;
 - a function of the input, given with at=: `lambda x: 2 * x, at=x` is evaluated at the x the row's dtype
-  holds, converted to float64 on the CPU, under float64 as the default dtype and the CPU as the default device
+  holds (several inputs: at=(model, X, Y); a module arrives as a float64 copy), converted to float64 on the CPU, under float64 as the default dtype and the CPU as the default device
   (the intro's rule: expectations are evaluated in float64 on the CPU);
 - a tensor only if it is float64 on the CPU already: a float32 tensor has been rounded before it was compared,
   so it is refused (write the number, or the function with at=).
@@ -29,6 +29,7 @@ numbers into the prose.
 
 from __future__ import annotations
 
+import copy
 import sys
 import traceback as traceback_module
 from collections.abc import Callable
@@ -58,12 +59,15 @@ def _float64(value: Any, what: str) -> torch.Tensor:
         raise CheckInputError(f"{what}={value!r} is not a number, a list of numbers, a tensor or None: {error}") from None
 
 
-def _inputs(at: Any) -> tuple[torch.Tensor, ...]:
-    """The input(s) as float64 on the CPU: the value each dtype holds, without its rounding undone."""
+def _inputs(at: Any) -> tuple[Any, ...]:
+    """The input(s) as float64 on the CPU: the value each dtype holds, without its rounding undone. A module
+    (its parameters as they are now) is handed over as a float64 copy on the CPU."""
     items = at if isinstance(at, tuple) else (at,)
-    if not all(isinstance(item, torch.Tensor) for item in items):
-        raise CheckInputError(f"at= names the tensor(s) the expected function is evaluated at, got {at!r}")
-    return tuple(item.detach().to("cpu", torch.float64) for item in items)
+    if not all(isinstance(item, (torch.Tensor, torch.nn.Module)) for item in items):
+        raise CheckInputError(f"at= names the tensor(s) or module(s) the expected function is evaluated at, "
+                              f"got {at!r}")
+    return tuple(copy.deepcopy(item).to("cpu", torch.float64) if isinstance(item, torch.nn.Module)
+                 else item.detach().to("cpu", torch.float64) for item in items)
 
 
 def expected_value(expected: Expected, at: Any = None) -> torch.Tensor | bool | None:
@@ -149,12 +153,13 @@ def expect(value: Any, expected: Expected, label: str, *, at: Any = None, tolera
     verdict, message, fields = _judge(observed, wanted, allowed)
     if verdict == "fail" and isinstance(observed, torch.Tensor) and isinstance(wanted, torch.Tensor):
         inputs = _inputs(at) if at is not None else ()
-        found = diagnosis(observed, wanted, allowed, kind, inputs[0] if len(inputs) == 1 else None)
+        single = inputs[0] if len(inputs) == 1 and isinstance(inputs[0], torch.Tensor) else None
+        found = diagnosis(observed, wanted, allowed, kind, single)
         message += f"\n{DIAGNOSIS}{found}" if found else ""
     reason = expected_failure or inconclusive
     if reason:
         message += f"\n{DECLARED}{reason}"
-    x = _listed(_inputs(at)[0]) if at is not None and not isinstance(at, tuple) else []
+    x = _listed(_inputs(at)[0]) if isinstance(at, torch.Tensor) else []
     record = Record(
         check=label, function=arguments[0] if arguments else "value", x=x,
         input_shape=list(observed.shape) if isinstance(observed, torch.Tensor) else [],

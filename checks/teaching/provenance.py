@@ -25,32 +25,25 @@ from types import FrameType, TracebackType
 
 import torch
 
-# Words for each way, as a row shows them (the value's, or with "raised" after an error).
-HOW_WORDS = {
-    "stored": "stored in .grad by backward()",
-    "returned": "returned by torch.autograd.grad",
-    "create_graph": "returned by torch.autograd.grad(create_graph=True)",
-    "jacrev": "returned by torch.func.jacrev",
-    "jacfwd": "returned by torch.func.jacfwd",
-    "vjp": "returned by torch.func.vjp",
-    "jvp": "returned by torch.func.jvp",
-    "hessian": "returned by torch.func.hessian",
+# Words for the ways checks.teaching.display does not name: a value the forward computed, or none known.
+OTHER_WORDS = {
     "forward": "computed by the forward",
     "unknown": "how it was produced is unknown (no source to read)",
 }
+# Which statement raised, and what it then did not deliver.
 RAISER_WORDS = {
-    "constructor": "the constructor",
-    "forward": "the forward",
-    "in-place": "an in-place statement",
-    "stored": "backward()",
-    "returned": "torch.autograd.grad",
-    "create_graph": "torch.autograd.grad",
-    "jacrev": "torch.func.jacrev",
-    "jacfwd": "torch.func.jacfwd",
-    "vjp": "torch.func.vjp",
-    "jvp": "torch.func.jvp",
-    "hessian": "torch.func.hessian",
-    "unknown": "a statement",
+    "constructor": ("the constructor", "nothing made"),
+    "forward": ("the forward", "nothing computed"),
+    "in-place": ("an in-place statement", "nothing changed"),
+    "stored": ("backward()", "nothing stored"),
+    "returned": ("torch.autograd.grad", "nothing returned"),
+    "create_graph": ("torch.autograd.grad", "nothing returned"),
+    "jacrev": ("torch.func.jacrev", "nothing returned"),
+    "jacfwd": ("torch.func.jacfwd", "nothing returned"),
+    "vjp": ("torch.func.vjp", "nothing returned"),
+    "jvp": ("torch.func.jvp", "nothing returned"),
+    "hessian": ("torch.func.hessian", "nothing returned"),
+    "unknown": ("a statement", "nothing delivered"),
 }
 
 # Calls that make a tensor (a leaf, when they say requires_grad=True).
@@ -267,12 +260,19 @@ def source_before(frame: FrameType) -> str:
     return "".join(lines[:frame.f_lineno])
 
 
-def words(how: str) -> str:
-    return HOW_WORDS.get(how, how)
+def words(how: str, observed: object = 0) -> str:
+    """How a value was produced, in the words of the book's tables (checks.teaching.display.HOW_WORDS)."""
+    from .display import HOW_WORDS
+
+    if how == "stored" and observed is None:
+        return "read from .grad: none there"
+    return HOW_WORDS.get(how) or OTHER_WORDS.get(how, how)
 
 
 def raised_words(how: str, error: str) -> str:
-    return f"{RAISER_WORDS.get(how, how)} raised {error}"
+    """'backward() raised RuntimeError: nothing stored'."""
+    raiser, missing = RAISER_WORDS.get(how, (how, "nothing delivered"))
+    return f"{raiser} raised {error}: {missing}"
 
 
 def simple_name(text: str) -> str:

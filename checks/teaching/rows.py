@@ -6,7 +6,7 @@ At a Python prompt each check prints one line:
 
 In a page, the rows of one cell (one per check, dtype and device) are shown together after the cell: a
 compact table (verdict, check with how its value was produced, expected, observed, dtype · device), which
-checks.css lays out as cards on a phone; under it, each failure with the words a learner would search for
+checks.css lays out as cards on a phone; under it, one box per failed check with the words a learner would search for
 (PyTorch's message, or the comparison and its diagnosis) in view and the rest (code, environment, the whole
 record) folded. The records are embedded as JSON for the ledger's cross-check (display.embed).
 """
@@ -65,7 +65,7 @@ def how_text(record: Record) -> str:
     error = raised(record)
     if error:
         return raised_words(record.how, error.split(":", 1)[0])
-    return words(record.how)
+    return words(record.how, record.observed_gradient)
 
 
 def expected_text(record: Record) -> str:
@@ -77,9 +77,7 @@ def expected_text(record: Record) -> str:
 def observed_text(record: Record) -> str:
     error = raised(record)
     if error:
-        return f"{how_text(record)}: {short(error.split(': ', 1)[-1])}"
-    if record.observed_gradient is None and record.how == "stored":
-        return "None (nothing stored in .grad)"
+        return f"{how_text(record).split(':')[0]}: {short(error.split(': ', 1)[-1])}"
     return "None" if record.observed_gradient is None else format_value(record.observed_gradient)
 
 
@@ -101,36 +99,42 @@ def rows_html(records: Sequence[Record]) -> str:
     return table + failures_html(records) + embed(records)
 
 
-COLUMNS = ("verdict", "check", "expected", "observed", "dtype · device")
+COLUMNS = ("verdict", "check", "shape · dtype · device", "expected", "observed")
+
+
+def shape_text(record: Record) -> str:
+    """The observed value's shape, (3,) or (); "none" where no value was observed."""
+    if record.observed_gradient is None:
+        return "none"
+    shape = record.input_shape
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
 
 def _row(record: Record) -> str:
     declared_note = declared(record)
     outcome = ("expected-failure" if declared_note and record.verdict == "fail" else
                "unexpected-failure" if record.verdict == "fail" else str(record.verdict))
-    note = (f'<span class="checks-verdict-note">as declared</span>' if declared_note else "")
+    note = '<span class="checks-verdict-note">as declared</span>' if declared_note else ""
     verdict = html.escape(str(record.verdict)) + note
     if record.verdict != "pass":
         verdict = f'<a href="#{html.escape(failure_anchor(record))}">{verdict}</a>'
     check = (f'<span data-field="check">{html.escape(record.check)}</span><br>'
              f'<span class="checks-how" data-field="how">{html.escape(how_text(record))}</span>')
-    expected = (html.escape(record.gradient_formula) if record.gradient_formula.startswith("raises ")
+    expected = (html.escape(expected_text(record)) if record.analytical_gradient is None
                 else vector_html(record.analytical_gradient))
     error = raised(record)
     observed = _folded_error(error) if error else (
         html.escape(observed_text(record)) if record.observed_gradient is None else vector_html(record.observed_gradient))
-    found = diagnosis_of(record)
-    if found and record.verdict != "pass":
-        observed += f'<br><span class="checks-how checks-diagnosis">{html.escape(found)}</span>'
     cells = (f'<td class="checks-verdict" data-field="verdict"{data_label("verdict")}>{verdict}</td>'
              f'<td class="checks-check"{data_label("check")}>{check}</td>'
+             f'<td class="checks-input_shape-dtype-device"{data_label("shape · dtype · device")}>'
+             f'<span data-field="input_shape">{html.escape(shape_text(record))}</span> · '
+             f'<span data-field="dtype">{html.escape(record.dtype)}</span> · '
+             f'<span data-field="device">{html.escape(record.device)}</span></td>'
              f'<td class="checks-analytical_gradient" data-field="analytical_gradient"{data_label("expected")}>'
              f"{expected}</td>"
              f'<td class="checks-observed_gradient" data-field="observed_gradient"{data_label("observed")}>'
-             f"{observed}</td>"
-             f'<td class="checks-input_shape-dtype-device"{data_label("dtype · device")}>'
-             f'<span data-field="dtype">{html.escape(record.dtype)}</span> · '
-             f'<span data-field="device">{html.escape(record.device)}</span></td>')
+             f"{observed}</td>")
     return (f'<tr id="{html.escape(record.id)}" class="checks-{html.escape(str(record.verdict))} '
             f'checks-outcome-{outcome}">{cells}</tr>')
 
