@@ -11,7 +11,8 @@ The expectation, as written:
 - a number, a nested list of them, True/False, or None (no value: x.grad still None), taken as written in
   float64;
 - a function of the input, given with at=: `lambda x: 2 * x, at=x` is evaluated at the x the row's dtype
-  holds (several inputs: at=(model, X, Y); a module arrives as a float64 copy), converted to float64 on the CPU, under float64 as the default dtype and the CPU as the default device
+  holds (several inputs: at=(model, X, Y); a module arrives as a float64 copy), converted to float64 on the
+  CPU, under float64 as the default dtype and the CPU as the default device
   (the intro's rule: expectations are evaluated in float64 on the CPU);
 - a tensor only if it is float64 on the CPU already: a float32 tensor has been rounded before it was compared,
   so it is refused (write the number, or the function with at=).
@@ -56,7 +57,8 @@ def _float64(value: Any, what: str) -> torch.Tensor:
     try:
         return torch.as_tensor(value, dtype=torch.float64, device="cpu")
     except (TypeError, ValueError, RuntimeError) as error:
-        raise CheckInputError(f"{what}={value!r} is not a number, a list of numbers, a tensor or None: {error}") from None
+        raise CheckInputError(f"{what}={value!r} is not a number, a list of numbers, a tensor or None: "
+                              f"{error}") from None
 
 
 def _inputs(at: Any) -> tuple[Any, ...]:
@@ -141,7 +143,7 @@ def expect(value: Any, expected: Expected, label: str, *, at: Any = None, tolera
         if not isinstance(reason, str):
             raise CheckInputError(f"{name}= is the reason, as text (\"why this is a demonstration\")")
     frame = sys._getframe(1)
-    statement, arguments = provenance.call_arguments(frame, "expect")
+    statement, arguments, keywords = provenance.call_arguments(frame, "expect")
     written = arguments[1] if len(arguments) > 1 else repr(expected)
     history = [provenance.source_before(frame), *cells.history()[1:]]
     kind = how or provenance.value_kind(arguments[0] if arguments else "", value, _caller_objects(frame), history)
@@ -164,12 +166,27 @@ def expect(value: Any, expected: Expected, label: str, *, at: Any = None, tolera
         check=label, function=arguments[0] if arguments else "value", x=x,
         input_shape=list(observed.shape) if isinstance(observed, torch.Tensor) else [],
         dtype=dtype, device=device, how=kind,  # type: ignore[arg-type]
-        gradient_formula=written + (f" at x = {format(x, '.10g') if isinstance(x, float) else x}" if at is not None else ""),
+        gradient_formula=written + _where_evaluated(at, x, keywords.get("at", "")),
         derivative_source=label, analytical_gradient=_listed(wanted), observed_gradient=_listed(observed),
         executed=True, tolerance=allowed.to_dict(), verdict=verdict,  # type: ignore[arg-type]
         expected_failure=bool(expected_failure), message=message, device_name=device_name(device),
-        code=_code(frame, statement), environment=environment(torch.initial_seed()), **fields)
+        code=_code(frame, statement), environment=environment(torch.initial_seed()),
+        **fields, **_inconclusive(inconclusive))
     cells.report(records.collect(record) or record)
+
+
+def _where_evaluated(at: Any, x: Any, written: str) -> str:
+    """' at x = 2' (one input, as the dtype holds it), ' at (model, X, Y)' (as written), '' (a value)."""
+    if at is None:
+        return ""
+    if isinstance(at, torch.Tensor):
+        return f" at x = {format(x, '.10g') if isinstance(x, float) else x}"
+    return f" at {written or 'the inputs given'}"
+
+
+def _inconclusive(reason: str) -> dict[str, bool]:
+    """The declared-inconclusive flag, where the Record has one (records-28 adds expected_inconclusive)."""
+    return {"expected_inconclusive": True} if reason and "expected_inconclusive" in Record.__dataclass_fields__ else {}
 
 
 def _judge(observed: Any, wanted: Any, allowed: Tolerance) -> tuple[str, str, dict[str, Any]]:

@@ -191,17 +191,20 @@ def raised_kind(traceback: TracebackType | None, message: str) -> tuple[str, str
 # Values ------------------------------------------------------------------------------------------------
 
 
-def call_arguments(frame: FrameType, name: str) -> tuple[str, list[str]]:
-    """(statement source, source of each positional argument) of the call to `name` on the frame's line."""
+def call_arguments(frame: FrameType, name: str) -> tuple[str, list[str], dict[str, str]]:
+    """(statement source, source of each positional argument, of each keyword argument) of the call to `name`
+    on the frame's line; empty where there is no source."""
     source = "".join(source_lines(frame.f_code.co_filename))
     node = statement_at(source, frame.f_lineno) if source else None
     if node is None:
-        return "", []
+        return "", [], {}
     for item in ast.walk(node):
         if isinstance(item, ast.Call) and _called(item)[:1] and _called(item)[0].rsplit(".", 1)[-1] == name:
             return (ast.get_source_segment(source, node) or "",
-                    [ast.get_source_segment(source, argument) or "" for argument in item.args])
-    return ast.get_source_segment(source, node) or "", []
+                    [ast.get_source_segment(source, argument) or "" for argument in item.args],
+                    {keyword.arg: ast.get_source_segment(source, keyword.value) or ""
+                     for keyword in item.keywords if keyword.arg})
+    return ast.get_source_segment(source, node) or "", [], {}
 
 
 def value_kind(expression: str, value: object, uses: Sequence[object], history: Sequence[str]) -> str:

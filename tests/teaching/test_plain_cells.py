@@ -249,3 +249,18 @@ def test_rows_read_as_text_outside_a_page() -> None:
     checks.expect(torch.tensor(2.0), 2.0, "plain: text")
     assert repr(Rows([last()])) == "✓ pass  plain: text: expected 2, observed 2 (float32, cpu)"
     assert "object at 0x" not in repr(Rows([last()]))
+
+
+def test_an_expectation_of_a_module_is_evaluated_on_a_float64_copy() -> None:
+    torch.manual_seed(0)
+    model, X, Y = torch.nn.Linear(3, 1), torch.randn(4, 3), torch.randn(4, 1)
+    torch.nn.MSELoss()(model(X), Y).backward()
+
+    def dL_db(model, X, Y):
+        assert model.bias.dtype == X.dtype == torch.float64
+        return 2 / len(X) * (model(X) - Y).sum(dim=0)
+
+    checks.expect(model.bias.grad, dL_db, "module: dL/db", at=(model, X, Y))
+    record = last()
+    assert (record.verdict, record.how, record.gradient_formula) == ("pass", "stored", "dL_db at (model, X, Y)")
+    assert model.bias.dtype == torch.float32  # the reader's layer is untouched
