@@ -11,7 +11,8 @@ A row's `how` says what produced its value, or what raised instead:
 
 Both are read from the statement's source: the cell's text (IPython keeps it in linecache, and so does
 checks.teaching.cells for its re-runs) or the script's file. At a plain Python prompt there is no source; an
-error is then classified by PyTorch's message where it is unambiguous, and a value is "unknown".
+error is then classified by the PyTorch function it passed through (Tensor.backward, torch.autograd.grad), else
+by PyTorch's message where it is unambiguous, and a value is "unknown".
 """
 
 from __future__ import annotations
@@ -184,8 +185,23 @@ def raised_kind(traceback: TracebackType | None, message: str) -> tuple[str, str
     """(statement, kind) of what raised: from the source, else from PyTorch's message, else unknown."""
     statement, kind = raising_statement(traceback)
     if kind == "unknown":
-        kind = next((found for words, found in MESSAGES if words in message), "unknown")
+        kind = _torch_entry(traceback) or next((found for words, found in MESSAGES if words in message), "unknown")
     return statement, kind
+
+
+def _torch_entry(traceback: TracebackType | None) -> str:
+    """Without source: which of PyTorch's Python entry points the error passed through first ('' if none)."""
+    while traceback is not None:
+        code = traceback.tb_frame.f_code
+        if code.co_filename.startswith(_TORCH):
+            autograd = os.path.join(_TORCH, "autograd")
+            if code.co_name == "backward":
+                return "stored"
+            if code.co_name == "grad" and code.co_filename.startswith(autograd):
+                return "returned"
+            return ""
+        traceback = traceback.tb_next
+    return ""
 
 
 # Values ------------------------------------------------------------------------------------------------

@@ -264,3 +264,17 @@ def test_an_expectation_of_a_module_is_evaluated_on_a_float64_copy() -> None:
     record = last()
     assert (record.verdict, record.how, record.gradient_formula) == ("pass", "stored", "dL_db at (model, X, Y)")
     assert model.bias.dtype == torch.float32  # the reader's layer is untouched
+
+
+def test_at_a_plain_prompt_without_source_the_call_that_raised_is_still_named() -> None:
+    import subprocess
+    import sys
+
+    pasted = ("import torch, checks\nx = torch.tensor(3.0, requires_grad=True)\n(g,) = torch.autograd.grad(x**3, x)\n"
+              "with checks.raises(RuntimeError, 'no graph'):\n    torch.autograd.grad(g, x)\n\n"
+              "y = x * x\ny.backward()\nwith checks.raises(RuntimeError, 'twice'):\n    y.backward()\n")
+    result = subprocess.run([sys.executable, "-"], input=pasted, capture_output=True, text=True, timeout=120)
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0 and len(lines) == 2, result.stderr
+    assert "observed torch.autograd.grad raised RuntimeError" in lines[0]
+    assert "observed backward() raised RuntimeError" in lines[1]
