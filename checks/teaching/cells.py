@@ -136,7 +136,8 @@ def each_cell(dtypes: Sequence[str] = ("float32", "float64"), devices: Sequence[
     """Run every following cell in each dtype and on each device (None: every device this machine has).
 
     Call it in a page's hidden setup cell, after the imports and before any tensor is made: a tensor made
-    earlier would be one object shared by every dtype's run.
+    earlier would be one object shared by every dtype's run. It seeds torch with 0, so that a page's numbers
+    (and its records' seed) are the same in every build.
     """
     global _active
     try:
@@ -158,6 +159,9 @@ def each_cell(dtypes: Sequence[str] = ("float32", "float64"), devices: Sequence[
         raise CheckInputError(f"checks.each_cell must come before any tensor or module is made ({', '.join(shared)} "
                               f"exist already, and every dtype's run would share them): call it right after the imports")
     stop()
+    # A page's numbers reproduce from build to build: its random state starts from one seed, which every
+    # record keeps (torch.initial_seed()); a cell that seeds torch itself overrides it.
+    torch.manual_seed(0)
     engine = Engine(shell, names, places,
                     [Shadow(dtype, device) for device in places for dtype in names
                      if (dtype, device) != reader])

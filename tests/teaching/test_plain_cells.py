@@ -278,3 +278,11 @@ def test_at_a_plain_prompt_without_source_the_call_that_raised_is_still_named() 
     assert result.returncode == 0 and len(lines) == 2, result.stderr
     assert "observed torch.autograd.grad raised RuntimeError" in lines[0]
     assert "observed backward() raised RuntimeError" in lines[1]
+
+
+def test_each_cell_seeds_the_page_so_records_reproduce(shell) -> None:
+    run(shell, "checks.each_cell(dtypes=('float32', 'float64'))")
+    run(shell, "checks.expect(torch.rand(()), 2.0, 'cells: seeded', tolerance=None)")
+    rows = checks.records_of("cells: seeded")
+    assert {row.environment["seed"] for row in rows} == {0}
+    assert rows[-1].observed_gradient == torch.rand((), generator=torch.Generator().manual_seed(0)).item()
