@@ -26,11 +26,14 @@ from typing import Any
 # costs nothing (the pytest plugin is loaded by every pytest session of an environment that has the package),
 # and a test suite using the checker never imports the teaching API's pandas, matplotlib or IPython.
 _LIBRARY = {
-    **dict.fromkeys(["CheckReport", "Element", "GradientMismatchError", "InconclusiveGradientError", "assert_gradients",
+    **dict.fromkeys(["CheckReport", "Element"], "core.report"),
+    **dict.fromkeys(["GradientMismatchError", "InconclusiveGradientError", "assert_gradients",
                      "assert_module_gradients", "check_jacobian", "check_module"], "core.checker"),
+    "Outcome": "core.outcome",
     **dict.fromkeys(["available_devices", "detected_devices"], "core.devices"),
     **dict.fromkeys(["CheckInputError", "DeviceUnavailableError", "DtypeError", "NaNInputError",
-                     "NonScalarOutputError", "ShapeMismatchError", "StepError", "ToleranceChangeError"], "core.errors"),
+                     "NoForwardModeError", "NonScalarOutputError", "ShapeMismatchError", "StepError",
+                     "ToleranceChangeError"], "core.errors"),
     **dict.fromkeys(["Estimate", "estimate_gradient", "estimate_jacobian"], "core.numerical"),
     **dict.fromkeys(["Tolerance", "ToleranceChange", "default_tolerance", "estimate_tolerance",
                      "numerical_tolerance"], "core.tolerances"),

@@ -34,6 +34,12 @@ class ToleranceChangeError(CheckInputError):
     """A tolerance was set or changed without a written reason."""
 
 
+class NoForwardModeError(CheckInputError):
+    """mode="forward" was asked of an f without a forward-mode derivative (a custom autograd.Function without
+    jvp, or an op without a forward-mode formula): the check refuses, as gradcheck's check_forward_ad does,
+    instead of checking the backward in its place."""
+
+
 class StepError(CheckInputError):
     """A finite-difference step rounds to zero in the input's dtype (x + h == x)."""
 

@@ -85,7 +85,7 @@ class Projection:
         value = inner.value.detach().to(torch.float64)
         self.value = value @ self._v
         # The size of what each projection is summed from: its share of f's rounding.
-        self.rounding_scale = (value.abs() @ self._v.abs()).cpu().numpy()
+        self.rounding_scale = ((value ** 2) @ (self._v ** 2)).sqrt().cpu().numpy()
 
     def __call__(self, s: torch.Tensor) -> torch.Tensor:
         # The point is made for this call alone: f needs no copy of it.

@@ -12,14 +12,12 @@ from collections.abc import Callable
 
 import torch
 
+from .errors import NoForwardModeError
+
 fwAD = torch.autograd.forward_ad
 
 JACFWD = "torch.func.jacfwd"
 DUAL_NUMBERS = "torch.autograd.forward_ad (dual numbers, one per input element)"
-
-
-class NoForwardMode(Exception):
-    """f has no forward-mode derivative that torch.func or dual numbers can compute; the message says why."""
 
 
 def first_line(error: BaseException) -> str:
@@ -31,11 +29,13 @@ def flat_jacobian(jacobian: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return jacobian.detach().reshape(-1, x.numel()).to(torch.float64).cpu()
 
 
-def forward_jacobian(g: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, outputs: int, *,
+def forward_jacobian(g: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, outputs: int, *, name: str = "f",
                      transforms: bool = True, differentiable: bool = False) -> tuple[torch.Tensor, str, str]:
     """g's Jacobian at the flat x by forward mode: (outputs, inputs) float64, the method, and why jacfwd was
-    not used ("" when it was). NoForwardMode when neither jacfwd nor dual numbers can (no jvp).
+    not used ("" when it was). NoForwardModeError when neither jacfwd nor dual numbers can (no jvp): never
+    a fallback to reverse mode, which would check the backward in place of the jvp asked for.
 
+    name           -- f as the message names it ("`MyFunction`", or "f")
     transforms     -- try torch.func.jacfwd first
     differentiable -- the dual inputs require grad too, for a g that differentiates them in reverse mode
                       inside (forward-over-reverse: g a vector–Jacobian product)
@@ -61,6 +61,10 @@ def forward_jacobian(g: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
                 columns.append(torch.zeros(outputs, dtype=x.dtype, device=x.device) if column is None
                                else column.reshape(-1))
     except (RuntimeError, NotImplementedError) as error:  # an op or a Function without a jvp
-        tried = f"{note}, which failed too" if note else "dual numbers (torch.autograd.forward_ad) failed"
-        raise NoForwardMode(f"{tried} ({first_line(error)})") from error
+        cause = first_line(error)
+        what = "does not implement jvp" if "jvp" in cause else "has no forward-mode derivative"
+        raise NoForwardModeError(
+            f"mode='forward' checks forward-mode derivatives, and {name} {what} (torch.autograd.forward_ad: "
+            f"{cause}). Define a jvp staticmethod on the autograd.Function (the tangent of forward's output from "
+            f"the inputs' tangents), or check the backward with mode='reverse'") from error
     return flat_jacobian(torch.stack(columns, 1), x), DUAL_NUMBERS, note

@@ -34,9 +34,9 @@ import torch
 from .dtypes import dtype_name
 from .errors import in_place_named
 from .forward import first_line
+from .outcome import Outcome
 from .signature import Argument, Signature
 
-ElementVerdict = Literal["pass", "fail", "inconclusive"]
 # torch.testing.assert_close's defaults (rtol, atol): a batched and a looped backward compute the same thing.
 SAME_COMPUTATION = {torch.float32: (1.3e-6, 1e-5), torch.float64: (1e-7, 1e-7)}
 # How many grad_outputs (tangents) the batched check stacks.
@@ -72,7 +72,7 @@ class PropertyElement:
     index: tuple[int, ...]
     observed: float
     expected: float
-    verdict: ElementVerdict
+    verdict: Outcome
 
 
 @dataclass(frozen=True, eq=False)

@@ -84,17 +84,34 @@ class Skipped:
         return f"`{self.name}` ({self.what})"
 
 
-def parameter_names(f: Function, count: int) -> list[str]:
-    """f's positional parameter names for `count` arguments; `x` or `input k` where it has none."""
-    # A custom autograd.Function is called through .apply(*args): its names are those of its forward.
+def _autograd_function(f: Function) -> type[torch.autograd.Function] | None:
+    """The custom autograd.Function whose apply f is, else None."""
     owner = getattr(f, "__self__", None)
-    if isinstance(owner, type) and issubclass(owner, torch.autograd.Function):
+    return owner if isinstance(owner, type) and issubclass(owner, torch.autograd.Function) else None
+
+
+def function_name(f: Function) -> str:
+    """f as a message names it: "`MyFunction`" for MyFunction.apply, else "f"."""
+    owner = _autograd_function(f)
+    return "f" if owner is None else f"`{owner.__name__}`"
+
+
+def parameter_names(f: Function, count: int) -> list[str]:
+    """f's positional parameter names for `count` arguments; `x` or `input k` where it has none.
+
+    A custom autograd.Function is called through .apply(*args): its names are those of its forward, less the
+    context forward receives first (whatever it is called: ctx, self, ...), unless the Function defines
+    setup_context, whose forward takes the inputs alone."""
+    owner = _autograd_function(f)
+    if owner is not None:
         f = owner.forward
     try:
         parameters = [p for p in inspect.signature(f).parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "ctx"]
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):  # builtins such as torch.sin have no inspectable signature
         parameters = []
+    if owner is not None and owner.setup_context is torch.autograd.Function.setup_context:
+        parameters = parameters[1:]
     if len(parameters) >= count:
         return [p.name for p in parameters[:count]]
     return ["x"] if count == 1 else [f"input {k}" for k in range(count)]
@@ -200,6 +217,16 @@ class Signature:
             _refuse_dtype(x, name)
             if not _differentiable(x):
                 continue
+            if x.layout != torch.strided:
+                raise CheckInputError(
+                    f"input `{name}` is a {str(x.layout).removeprefix('torch.')} tensor: the checker perturbs the "
+                    f"elements of dense (strided) tensors only. Check f(x.to_dense()) for the gradient with "
+                    f"respect to every element, or torch.autograd.gradcheck(..., masked=True) for the specified "
+                    f"elements of a sparse input")
+            if x.device.type == "meta":
+                raise CheckInputError(f"input `{name}` is on the meta device: it has a shape, {tuple(x.shape)}, but "
+                                      f"no values, and a gradient check evaluates f at values; create it on the "
+                                      f"CPU or an accelerator")
             if x.numel() == 0:
                 raise CheckInputError(f"input `{name}` is empty: there is no Jacobian to check")
             if not torch.isfinite(x).all():

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from checks import GradientMismatchError, assert_gradients, check_jacobian
+from checks.core.errors import NoForwardModeError
 from checks.core.forward import DUAL_NUMBERS, JACFWD
 from checks.teaching.mutants import mutant
 
@@ -72,11 +73,10 @@ def test_a_wrong_jvp_fails_in_forward_mode_while_the_backward_passes(wrong_jvp) 
         assert_gradients(wrong_jvp, x(), mode="forward")
 
 
-def test_without_a_jvp_forward_mode_falls_back_to_reverse_and_says_why() -> None:
+def test_without_a_jvp_forward_mode_is_refused_and_says_why() -> None:
     no_jvp = mutant(torch.sin, lambda t, g: g * torch.cos(t), "NoJvp")
-    report = check_jacobian(no_jvp, x(), mode="forward")
-    assert (report.requested, report.mode, report.outcome) == ("forward", "reverse", "pass")
-    assert "no forward-mode derivative" in report.note and "jvp" in report.note
+    with pytest.raises(NoForwardModeError, match="`NoJvp` does not implement jvp"):
+        check_jacobian(no_jvp, x(), mode="forward")
 
 
 def cube_sum(t: torch.Tensor) -> torch.Tensor:

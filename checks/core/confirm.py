@@ -1,0 +1,205 @@
+"""Confirm: what a mismatch must survive before it is a failure, and the kink test.
+
+A correct gradient is never failed on another machine: where f's rounding is amplified, the allowance
+grows with it, and a mismatch must be confirmed. The window chosen is the least uncertain of several, and
+one of them can agree with its neighbours by chance (a coarse window of a fast oscillation aliased into a
+smooth-looking tableau; a noisy f). Columns with a mismatch get smaller steps (the next window, and the
+finest whose rounding is at most a quarter of the mismatch, the witness); then
+- "unstable" where the chosen window and the witness disagree by more than both allowances (a staircase
+  such as round fits coarse steps exactly and is flat below a stair), or where autograd is 0 in an output
+  that is a staircase on the noise probe (most of its values at distinct points equal, the rest jumps, all
+  one way): its measured "noise" is the stair height, which keeps the witness from steps fine enough to
+  see a stair's flat, and 0 is the slope of every stair (rounding noise quantized by large intermediates,
+  as in an ill-conditioned inverse, jumps both ways, and is judged as noise);
+- "unconfirmed" unless an independent window (sharing no step with the chosen one, and least uncertain
+  relative to its value among those) resolves the mismatch (its uncertainty at most the mismatch) and its
+  value sides with the chosen estimate rather than with autograd.
+What differs between machines is then only how often the estimate is precise enough to pass. Tested by
+injecting noise: f's output × (1 + u·k·ε), u uniform in [-1, 1] afresh per evaluation, k from 10 to 10⁶
+(tests/test_checker_noise.py; the sweep over the mutant suite, the hard cases and all of op_db:
+benchmarks/noise.py).
+
+A kink (relu or abs at 0, a clamp's bound) makes both numbers meaningless: one-sided differences D+ and D-
+disagree by the jump in slope at every step, whereas for a smooth f their gap h·f'' halves with the step.
+The gap |f(x + h) + f(x - h) - 2 f(x)| / h comes from the evaluations the estimate made anyway, at the first
+two steps of each column's chosen window (and of its finest, for a mismatch); it counts when it exceeds
+KINK_NOISE times the rounding noise of a one-sided difference, 2·noise_i/h.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .allowance import SAFETY, add_autograd_floor
+from .estimate import Search, _at
+from .verdict import difference as _difference, finite as _finite
+
+# For a smooth f the one-sided gap halves with the step (ratio 0.5, or 0.125 where f'' = 0); a kink keeps
+# it near 1. 0.75 sits between the two.
+KINK_RATIO = 0.75
+# A gap must exceed this many times the rounding noise of a one-sided difference (2·noise_i/h) to count.
+KINK_NOISE = 100.0
+
+
+class ConfirmingSearch(Search):
+    """The search, with the smaller steps and the other windows a mismatch is confirmed by."""
+
+    def confirm(self, mismatch: torch.Tensor) -> None:
+        """Smaller steps for the columns with a mismatch (m, n), in one batch: the next window, and the
+        finest whose rounding could still resolve the mismatch (safety × rounding a quarter of it, at most
+        the floor ε^(3/4)). A staircase whose stair fits the coarse steps exactly (round, at steps 2^-k
+        apart) looks smooth there and flat below the stair: the finest window must see the same slope.
+        The mismatched elements are held from here on, flat or not: their windows are compared below."""
+        mismatch = mismatch.numpy().T  # (n, m)
+        column, output = np.nonzero(mismatch > 0)
+        self._hold(column * self.m + output)
+        columns = np.unique(column)
+        # The smallest step at which the rounding allowance stays a quarter of the mismatch, per column: a
+        # window there can still contradict the chosen one by the mismatch.
+        finest_step = np.full(self.n, np.inf)
+        np.minimum.at(finest_step, column, 4 * self.safety * self.noise()[output]
+                      / np.maximum(mismatch[column, output], self.tiny))
+        depth = self.levels[columns]
+        deepest = np.floor(np.log2(self.h0 * self.size[columns] / np.maximum(finest_step[columns], self.tiny)))
+        last = np.clip(deepest.astype(np.int64), np.minimum(depth + 2, self.max_levels - 1), self.max_levels - 1)
+        pairs = [(level, column) for column, first, finest in zip(columns.tolist(), depth.tolist(), last.tolist())
+                 # The next window and the witness window; steps in between add nothing the witness does
+                 # not show, and steps already evaluated (a column that went deep) are not evaluated again.
+                 for level in sorted({first, first + 1, first + 2, finest - 2, finest - 1, finest})
+                 if first <= level < self.max_levels]
+        if pairs:
+            self._pairs(*map(np.asarray, zip(*pairs)))
+        self.witness[columns] = np.maximum(last - 2, 0)
+
+    def finest(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per element, the value and allowance (safety × uncertainty) of its column's witness window (the
+        finest window of a column without a mismatch), (m, n)."""
+        self._choose()
+        best, uncertainty, _ = self._all
+        last = self.finest_window()
+        value, spread = _at(best, last[self.columns]), _at(uncertainty, last[self.columns])
+        flat_value, flat_uncertainty = self._flat(last)
+        flat_uncertainty *= self.safety
+        return self._dense(value, flat_value), self._dense(self.safety * spread, flat_uncertainty, fresh=True)
+
+    def independent(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per held element, the value and uncertainty of the window that shares no step with the chosen one
+        and is least uncertain relative to its value, as the chosen one is (NaN and inf where there is none,
+        and for the flat elements: a mismatch holds its elements before this is asked), (m, n)."""
+        window = self._choose()[-1]
+        best, uncertainty, relative = self._all
+        disjoint = np.abs(np.arange(best.shape[0])[:, None] - window[None]) >= 3
+        pick = np.where(disjoint & np.isfinite(uncertainty), relative, np.inf).argmin(0)
+        found = _at(disjoint, pick) & np.isfinite(_at(uncertainty, pick))
+        value = np.where(found, _at(best, pick), np.nan)
+        spread = np.where(found, _at(uncertainty, pick), np.inf)
+        return self._dense(value, np.nan), self._dense(spread, np.inf)
+
+    def unresolved_flat(self, jacobian: torch.Tensor) -> torch.Tensor:
+        """(m, n): the flat elements (f_i unchanged at every step of column j) where autograd's value J_ij claims
+        a change |J_ij|·h, at the column's coarsest step, that f's rounding could hide: their estimate 0
+        resolved nothing, neither a pass nor a fail. f's rounding is bounded below by safety × the larger of
+        its noise bound (with autograd's values in its scale) and ε·max(|x_j|, 1): x_j enters f's computation,
+        whose intermediates then round at least at its scale (a float32 tail computed as a difference near 1
+        is exactly 0 around x). A claim f would have shown (a gradient for an input f does not depend on)
+        stays a fail."""
+        autograd = np.abs(jacobian.numpy())
+        claimed = autograd * np.nan_to_num(np.abs(self.h[0]), nan=0.0)[None, :]
+        size = np.nan_to_num(autograd, nan=0.0, posinf=0.0) @ self.magnitude
+        visible = self.safety * np.maximum(self.noise(self.scale() + size)[:, None], self.eps * self.size[None, :])
+        table = (claimed > 0) & np.isfinite(claimed) & (claimed <= visible)
+        changed = self._changed()  # held and changed at some step (a mismatch holds flat elements too)
+        table[self.rows[changed], self.columns[changed]] = False
+        return torch.from_numpy(table)
+
+    def finest_window(self) -> np.ndarray:
+        """Per column, the index (its first step) of the window confirm() chose as witness, else the finest."""
+        return np.where(self.witness >= 0, self.witness, np.maximum(self.levels - 3, 0))
+
+    def chosen_window(self) -> np.ndarray:
+        """Per column, the window chosen for its finest-resolved element."""
+        window = self._first_windows()
+        np.maximum.at(window, self.columns, self._choose()[-1])
+        return window
+
+    def kinks(self, window: np.ndarray) -> torch.Tensor:
+        """(m, n): at each column's window k, one-sided differences whose gap does not halve from step k to
+        step k + 1 (a smooth f: h·f'' halves; a kink: the jump in slope stays), above rounding noise. A
+        flat element has no gap, and no kink."""
+        mine = window[self.columns]
+        elements = np.arange(self.keys.size)
+        coarse, fine = self.gaps[mine, elements], self.gaps[mine + 1, elements]
+        noise = 2 * self.noise()[self.rows] / np.abs(self.h[mine + 1, self.columns])
+        with np.errstate(invalid="ignore"):
+            found = (fine > KINK_RATIO * coarse) & (fine > KINK_NOISE * noise)  # False where a level is missing
+        return self._dense(found, False)
+
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the estimate says of each element (m, n), once mismatches were confirmed or not: the estimate
+    and its allowance, whether it converged, and why a mismatch is not believed (kink, domain, unstable,
+    unconfirmed, unresolved); suspect (n,): the columns that had a mismatch."""
+
+    numerical: torch.Tensor
+    allowed: torch.Tensor
+    converged: torch.Tensor
+    kink: torch.Tensor
+    domain: torch.Tensor
+    unstable: torch.Tensor
+    unconfirmed: torch.Tensor
+    unresolved: torch.Tensor
+    suspect: torch.Tensor
+
+
+def confirm(search: ConfirmingSearch, jacobian: torch.Tensor, relative_noise: float) -> Evidence:
+    """The estimate against autograd's Jacobian, each mismatch confirmed (or not) at smaller steps and by an
+    independent window, the kink test at the chosen (and witness) windows. relative_noise: f's relative
+    noise, for autograd's own rounding in the allowance (checks.core.allowance)."""
+    numerical, allowed, converged = search.result()
+    add_autograd_floor(allowed, jacobian, numerical, relative_noise, SAFETY)
+    # A failure must survive smaller steps: a staircase (round) or a fast oscillation can fool one window
+    # into converging to a slope f does not have, and among many windows of a noisy f one can agree with its
+    # neighbours by chance. Columns with a mismatch get every smaller step that could still resolve it;
+    # where the chosen and that finest (witness) window disagree, neither is believed (unstable), and a
+    # mismatch no independent window confirms is not believed either (unconfirmed).
+    difference = _difference(jacobian, numerical)
+    # A non-finite autograd value is judged without an allowance (CheckReport.nonfinite): no step can settle it.
+    suspect_elements = _finite(numerical)
+    suspect_elements &= _finite(jacobian)
+    suspect_elements &= difference > allowed
+    suspect = suspect_elements.any(0)
+    unstable = unconfirmed = torch.zeros_like(converged)
+    if suspect.any():
+        search.confirm(torch.where(suspect_elements, difference, torch.zeros_like(difference)))
+        numerical, allowed, converged = search.result()
+        add_autograd_floor(allowed, jacobian, numerical, relative_noise, SAFETY)
+        finest, finest_allowed = search.finest()
+        unstable = (numerical - finest).abs() > allowed + finest_allowed
+        # On a staircase both 0 (each stair's slope, autograd's for round) and the slope across stairs (the
+        # estimate's) are defensible; any other value is wrong at both scales, and is judged as usual.
+        flats = torch.from_numpy(search.staircase).unsqueeze(1) & (jacobian == 0)
+        unstable |= flats & ((jacobian - numerical).abs() > allowed)
+        unstable &= suspect.unsqueeze(0)
+        # The chosen window is the least uncertain of several, and one of them can agree with its neighbours
+        # by chance (a coarse window of a fast oscillation aliased into a smooth-looking tableau, a noisy f).
+        # An independent window, sharing no step with it, confirms the mismatch when it can resolve it (its
+        # uncertainty at most the mismatch) and its value sides with the chosen estimate, not with autograd.
+        independent, spread = search.independent()
+        mismatch = difference = _difference(jacobian, numerical)
+        sides = (jacobian - independent).abs() > (numerical - independent).abs()
+        unconfirmed = suspect.unsqueeze(0) & (mismatch > allowed) & ~(sides & (spread <= mismatch))
+    domain = ~_finite(numerical)
+    # Only where it decides: autograd's rounding near an exact 0 is within its allowance, and passes.
+    unresolved = search.unresolved_flat(jacobian) & (_difference(jacobian, numerical) > allowed)
+    kink = search.kinks(search.chosen_window())
+    if suspect.any():
+        # A jump closer to x than the chosen steps (round near its boundary) shows at the witness steps.
+        kink |= search.kinks(search.finest_window()) & suspect.unsqueeze(0)
+    kink &= ~domain
+    return Evidence(numerical, allowed, converged & ~domain, kink, domain, unstable & ~domain, unconfirmed & ~domain,
+                    unresolved, suspect)

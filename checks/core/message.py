@@ -1,0 +1,188 @@
+"""Message: a check's report in words, as torch.testing.assert_close words a mismatch: what differed,
+where, by how much, what was allowed; which gradient is wrong; why an element could not be judged."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .report import CheckReport, Element
+
+REASONS = {
+    "non-finite": "autograd gave nan or inf where f is finite at x ± h and the estimate is finite: the "
+                  "derivative there is a finite number (NaN in a backward is usually 0/0 at a removable "
+                  "singularity, 0·log 0, or an overflowing untaken branch of torch.where)",
+    "infinite": "autograd gave inf and the estimate does not settle on a finite value (or is the same "
+                "infinity): f may have a vertical tangent at x, and an infinite slope is not one a difference "
+                "quotient can confirm; check at another point",
+    "kink": "one-sided differences disagree at every step: f is not differentiable at x, or a kink lies "
+            "within h of it; check at another point",
+    "domain": "f is not finite at x ± h for every step tried: x is on the edge of f's domain; check at an "
+              "interior point",
+    "unconfirmed": "autograd is outside the chosen estimate's allowance, but no independent estimate (a window "
+                   "sharing none of its steps) resolves the mismatch and sides with it: one window of several can "
+                   "agree with its neighbours by chance (f's rounding noise, or an oscillation aliased at coarse "
+                   "steps); {remedy}",
+    "unstable": "estimates at coarse and fine steps disagree, or f is flat between jumps at a fine scale: f "
+                "varies on a scale near the step (a staircase such as round, or a fast oscillation); check at "
+                "another point",
+    "unresolved": "f did not change at any step tried, where autograd's value says it changes by less than f's "
+                  "rounding: the estimate 0 resolves nothing (f's change is below its resolution, as in a "
+                  "float32 tail); {remedy}",
+    "imprecise": "the estimate's uncertainty (its error and f's rounding noise divided by the step) stays "
+                 "above {resolution:g} of the entry's scale at every step tried; {remedy}",
+    "tolerance": "the estimate's uncertainty is too large to tell whether autograd is within the atol and rtol "
+                 "given; loosen them, or {remedy}",
+}
+
+
+def explain(report: CheckReport, reason: str) -> str:
+    """Why an element could not be judged (a key of REASONS: "kink", "domain", ...), and what would settle
+    it."""
+    remedy = "check in float64" if report.dtype == "float32" else \
+        "check at another point, or rescale f so that it does not vary on a scale near ε"
+    return REASONS[reason].format(resolution=report.resolution, remedy=remedy)
+
+
+def summary(report: CheckReport) -> str:
+    """One line: the outcome, how many elements failed or could not be judged, mode, dtype, device."""
+    total = report.autograd.numel()
+    failed, unsure = int(report.mismatch.sum()), int(report.inconclusive.sum())
+    unit = "elements" if report.projections is None else "projections"
+    nonfinite = int(report.nonfinite.sum())
+    elements = f"{failed} of {total} {unit} outside their allowance"
+    if nonfinite:
+        kinds = {"nan" if math.isnan(value) else "inf" for value in report.autograd[report.nonfinite].tolist()}
+        elements += f" ({nonfinite} of them {' or '.join(sorted(kinds))} in autograd where the estimate is finite)"
+    wrong = [elements] if failed else []
+    wrong += [f"{check.name} failed" for check in report.properties if check.outcome == "fail"]
+    state = {"pass": "passed",
+             "fail": "failed: " + ", ".join(wrong),
+             "inconclusive": f"inconclusive: {unsure} of {total} {unit} could not be judged"}[report.outcome]
+    if report.outcome == "fail" and unsure:
+        state += f", {unsure} could not be judged"
+    kinks = f", {report.kinks} at a kink" if report.kinks else ""
+    order = "second order, " if report.order == 2 else ""
+    order += "fast: projections, " if report.projections is not None else ""
+    return (f"{state}{kinks} ({order}{report.mode} mode, {report.dtype}, {report.device}, "
+            f"{report.evaluations} evaluations of f)")
+
+
+def where(report: CheckReport, element: Element) -> str:
+    """An element named by input and index, and by output and index (fast mode: the projection of an
+    input and an output)."""
+    if report.projections is not None:
+        output = next(o for o in reversed(report.outputs) if o.offset <= element.output)
+        return f"the projection of input `{element.argument}` and {output.name}"
+    return f"input `{element.argument}`, element {element.index}, {report.output_label(element.output)}"
+
+
+def wrong_gradients(report: CheckReport) -> str:
+    """The backward that is wrong, by input: "the gradient with respect to input `b` is wrong" ("" if
+    none)."""
+    wrong = list(dict.fromkeys(report.argument_of(int(j)).name for j in report.mismatch.any(0).nonzero()[:, 0]))
+    if not wrong:
+        return ""
+    names = " and ".join(", ".join(f"`{name}`" for name in wrong).rsplit(", ", 1))
+    several = len(wrong) > 1
+    if report.order == 2:
+        return (f"the derivative{'s' * several} of the vector–Jacobian product with respect to "
+                f"input{'s' * several} {names} {'are' if several else 'is'} wrong (f's double backward)")
+    return (f"the gradient{'s' * several} with respect to input{'s' * several} {names} "
+            f"{'are' if several else 'is'} wrong")
+
+
+def message(report: CheckReport, limit: int = 3) -> str:
+    """A torch.testing.assert_close-style account: what differed, where, by how much, what was allowed;
+    which gradient is wrong; the worst `limit` elements."""
+    total = report.autograd.numel()
+    signature = report.call or f"f({', '.join(a.name for a in report.arguments)})"
+    how = f"{report.method} ({report.mode} mode)"
+    elements = report.elements()
+    wrong = [e for e in elements if e.verdict == "fail"]
+    unsure = [e for e in elements if e.verdict == "inconclusive"]
+    head = {"fail": "are not close!", "inconclusive": "could not be judged!", "pass": "are close."}
+    if any(check.outcome == "fail" for check in report.properties) and not wrong:
+        head["fail"] = "are close, but a property check failed!"
+    what = "Gradients" if report.order == 1 else "Second derivatives"
+    lines = [f"{what} of {signature} {head[report.outcome]} ({report.dtype}, {report.device})"]
+    if wrong:
+        lines.append(f"Mismatched elements: {len(wrong)} / {total} ({100 * len(wrong) / total:.1f}%): "
+                     f"{wrong_gradients(report)}")
+    if wrong and report.detached:
+        names = " and ".join(f"`{name}`" for name in report.detached)
+        lines.append(f"{names} {'does' if len(report.detached) == 1 else 'do'} not require grad: detached from the "
+                     f"inputs inside f (.detach(), torch.no_grad, .item() or a numpy round trip), so autograd's "
+                     f"gradient through it is 0 while f's value still changes with the inputs")
+    # A NaN or inf has no difference to rank: such elements are listed first, on their own.
+    nonfinite = [e for e in wrong if e.reason == "non-finite"]
+    if nonfinite:
+        lines.append(f"Not finite: {len(nonfinite)} element{'s' * (len(nonfinite) > 1)} where autograd gave nan "
+                     f"or inf and the estimate is finite:")
+        for e in nonfinite[:limit]:
+            lines.append(f"  {where(report, e)}: autograd gave {e.autograd:g} where the estimate is finite "
+                         f"({e.numerical:.10g} ± {e.allowed:.2g})")
+        if len(nonfinite) > limit:
+            lines.append(f"  and {len(nonfinite) - limit} more")
+    finite = [e for e in wrong if e.reason != "non-finite"]
+    if finite:
+        def relative(e: Element) -> float:
+            return e.difference / abs(e.numerical) if e.numerical else float("inf")
+
+        absolute, worst_relative = max(finite, key=lambda e: e.difference), max(finite, key=relative)
+        lines += [
+            f"Greatest absolute difference: {absolute.difference:.3g} at {where(report, absolute)} "
+            f"(up to {absolute.allowed:.3g} allowed)",
+            f"Greatest relative difference: {relative(worst_relative):.3g} at {where(report, worst_relative)} "
+            f"(up to {worst_relative.allowed / abs(worst_relative.numerical or 1):.3g} allowed)",
+        ]
+        # The worst first; the count of the rest is in the "Mismatched elements" line.
+        for e in sorted(finite, key=lambda e: -e.difference / e.allowed if e.allowed else -math.inf)[:limit]:
+            lines.append(f"  {where(report, e)}: autograd {e.autograd:.10g} vs numerical {e.numerical:.10g}, "
+                         f"difference {e.difference:.3g} (up to {e.allowed:.3g} allowed)")
+    if unsure:
+        lines.append(f"Elements not judged: {len(unsure)} / {total}")
+        for reason in dict.fromkeys(e.reason for e in unsure):
+            mine = [e for e in unsure if e.reason == reason]
+            lines.append(f"  {reason}: {explain(report, reason)}")
+            for e in mine[:limit]:
+                lines.append(f"    {where(report, e)}: autograd {e.autograd:.6g}, numerical {e.numerical:.6g} "
+                             f"± {e.supported:.2g}")
+            if len(mine) > limit:
+                lines.append(f"    and {len(mine) - limit} more")
+    for check in report.properties:
+        lines += check.message()
+    detectable = report.detectable_relative_error
+    # A failure says what was allowed where it failed; a pass or an inconclusive says what it could catch.
+    if detectable is not None and not wrong:
+        lines.append(f"Detectable: autograd off by a relative error above {detectable:.3g} fails in every judged "
+                     f"element (the largest allowed / |numerical| among them)")
+    if report.amplification > 1:
+        lines.append(f"f amplifies its own rounding: its noise, measured at x, is up to {report.amplification:.3g} × "
+                     f"ε·(|f| + Σ|J||x|) (an ill-conditioned solve, or cancellation); the allowances include it")
+    allowed = f"{report.safety:g} × (its error estimate + f's rounding noise / step)" if report.tolerance is None else \
+        (f"atol + rtol·|numerical| (atol={report.tolerance.atol:g}, rtol={report.tolerance.rtol:g}, given) beyond "
+         f"the estimate's own allowance")
+    if report.order == 2:
+        how += (" of f's vector–Jacobian product J(x)ᵀ·v, v (`grad_output`) uniform in [-1, 1] with seed "
+                f"{report.seed}")
+    if report.projections is not None:
+        lines.append(f"Fast mode: {report.projections.describe()}. A fail says that some element of the block "
+                     f"is wrong, not which: rerun without fast=True to find it.")
+    lines.append(f"Autograd by {how}; numerical by Richardson-extrapolated central differences at steps "
+                 f"chosen per element ({int(report.levels.max())} steps tried at most), each element allowed "
+                 f"{allowed}; {report.evaluations} evaluations of f.{held(report)}")
+    return "\n".join(lines)
+
+
+def held(report: CheckReport) -> str:
+    """What the check left out: arguments held fixed, elements not sampled ("" when nothing)."""
+    words = ""
+    if report.skipped:
+        words += f" Held fixed (no gradient): {', '.join(s.describe() for s in report.skipped)}."
+    sampled = [a for a in report.arguments if a.positions is not None]
+    if sampled:
+        words += (f" Checked a random sample (seed {report.seed}): "
+                  + ", ".join(f"{a.numel} of {a.size} elements of `{a.name}`" for a in sampled) + ".")
+    return words

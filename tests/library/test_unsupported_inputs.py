@@ -1,0 +1,44 @@
+"""Inputs the checker cannot perturb get a clear error naming the input and what is supported, and a
+wrong gradient caused by a detached output says so (issue 29, item 7)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from checks import check_jacobian
+from checks.core.errors import CheckInputError
+
+F64 = torch.float64
+
+
+@pytest.mark.parametrize("layout", ["sparse_coo", "sparse_csr"])
+def test_a_sparse_input_is_refused_by_name(layout: str) -> None:
+    dense = torch.eye(3, dtype=F64)
+    sparse = dense.to_sparse() if layout == "sparse_coo" else dense.to_sparse_csr()
+    with pytest.raises(CheckInputError, match=rf"input `weight` is a {layout} tensor.*dense.*to_dense\(\)"):
+        check_jacobian(lambda x, weight: x @ weight, torch.ones(3, dtype=F64), sparse)
+
+
+def test_a_meta_tensor_is_refused_by_name() -> None:
+    with pytest.raises(CheckInputError, match=r"input `x` is on the meta device.*no values"):
+        check_jacobian(torch.sin, torch.zeros(3, dtype=F64, device="meta"))
+
+
+@pytest.mark.parametrize("detach", [
+    lambda t: t.detach(),
+    lambda t: torch.tensor(t.detach().numpy()),
+])
+def test_a_detached_output_is_named_in_the_failure(detach) -> None:
+    x = torch.tensor([0.3, 0.5], dtype=F64)
+    report = check_jacobian(lambda t: detach(t) * 2, x)
+    assert report.outcome == "fail" and report.detached == ("output",)
+    assert "`output` does not require grad" in report.message()
+
+
+def test_only_the_detached_output_of_a_tuple_is_named() -> None:
+    x = torch.tensor([0.3, 0.5], dtype=F64)
+    report = check_jacobian(lambda t: (t.sin(), t.detach() ** 2), x)
+    assert report.outcome == "fail" and report.detached == ("output 1",)
+    assert "`output 1` does not require grad" in report.message()
+    assert check_jacobian(lambda t: (t.sin(), t ** 2), x).detached == ()
