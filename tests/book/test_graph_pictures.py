@@ -78,7 +78,7 @@ def test_a_graph_s_text_is_at_least_12_px_on_a_phone(browser, site: str, book_ht
             sizes[f"{name}: {image['src']}"] = smallest * image["width"] / view_width
             assert image["right"] <= image["column"] + 0.5, (name, image)
     context.close()
-    # Every graph but those inside a folded solution (one, in debugging's exercises).
-    assert len(sizes) == sum(len(expected) for expected in DRAWN.values()) - 1, sizes
+    # Every graph (the one inside a folded solution may count as hidden).
+    assert len(sizes) >= sum(len(expected) for expected in DRAWN.values()) - 1, sizes
     small = {key: round(size, 1) for key, size in sizes.items() if size < 12}
     assert not small, small
