@@ -10,36 +10,24 @@ import pytest
 from .helpers import embedded_records, main_text, page, table_of_class, tables, visible_code
 from .toc import REFERENCE, toc_files
 
-PLAN_RECORD = '{"function": "x*x", "x": 3, "analytical_gradient": 6, "observed_gradient": null, "executed": false}'
-RUN_RECORD = '{"function": "x*x", "x": 3, "analytical_gradient": 6, "observed_gradient": 6, "executed": true}'
-
-
-def outputs(book_html: Path, name: str) -> list[str]:
-    return [cell.get_text().strip() for cell in page(book_html, name).select("div.cell_output")]
-
-
 def test_first_chapter_shows_the_plain_autograd_calls(book_html: Path) -> None:
     code = visible_code(page(book_html, "book/small-function.html"))
     for call in ("x = torch.tensor(3.0, requires_grad=True)", "y.backward()", "x.grad", "torch.autograd.grad(y, x)",
-                 "x.grad = None", "def stored(x):", "def returned(x):", "square_plan.run(stored, returned)"):
+                 "x.grad = None", 'checks.expect(x.grad, 6.0, "d/dx x·x = 2x at 3, stored")',
+                 "with checks.raises(RuntimeError):"):
         assert call in code, call
-
-
-def test_first_chapter_shows_the_seed_plan_record_literally_then_the_same_record_run(book_html: Path) -> None:
-    shown = outputs(book_html, "book/small-function.html")
-    assert PLAN_RECORD in shown and RUN_RECORD in shown
-    assert shown.index(PLAN_RECORD) < shown.index(RUN_RECORD)
-    assert shown.count(PLAN_RECORD) == 1
+    assert "def stored(x)" not in code and "checks.plan" not in code
 
 
 def test_first_chapter_compares_at_the_input_each_dtype_holds(book_html: Path) -> None:
     soup = page(book_html, "book/small-function.html")
-    rounded = next(rows for rows in tables(soup) if any(row["dtype"] == "float16" for row in rows))
-    half = next(row for row in rounded if row["dtype"] == "float16" and row["device"] == "cpu")
-    assert (half["input x"], half["expected (analytical)"], half["observed"]) == ("0.7001953125", "1.400390625", "1.400390625")
-    single = next(row for row in rounded if row["dtype"] == "float32" and row["device"] == "cpu")
-    assert single["input x"] == "0.6999999881" and single["verdict"] == "pass"
-    assert "In float16, 0.7 becomes 0.7001953125" in main_text(soup)
+    rows = next(rows for rows in tables(soup) if rows and rows[0]["check"] == "d/dx x·x = 2x at 0.7")
+    single = next(row for row in rows if row["dtype"] == "float32" and row["device"] == "cpu")
+    assert (single["expected (analytical)"], single["observed"], single["verdict"]) == (
+        "1.399999976", "1.399999976", "pass")
+    double = next(row for row in rows if row["dtype"] == "float64" and row["device"] == "cpu")
+    assert double["expected (analytical)"] == "1.4"
+    assert "In float32, 0.7 becomes 0.6999999881" in main_text(soup)
 
 
 def test_module_chapter_reads_weight_and_bias_grad_after_backward_with_zero_grad(book_html: Path) -> None:
