@@ -14,6 +14,7 @@ from ..toc import toc_files
 
 # The pages of the first two parts that draw a graph, and the nodes each drawing must show.
 DRAWN = {
+    "book/small-function": [{"MulBackward0": 1, "AccumulateGrad": 1}],
     "book/grad-is-none": [{"PowBackward0": 2, "AccumulateGrad": 1}],
     "book/debugging": [{"PowBackward0": 1, "AccumulateGrad": 1}, {"NegBackward0": 1, "AccumulateGrad": 1},
                        {"MulBackward0": 3, "AccumulateGrad": 1}, {"MulBackward0": 4, "SumBackward0": 1}],
@@ -51,6 +52,12 @@ def test_the_pages_draw_the_graphs_autograd_recorded(book_html: Path) -> None:
                 assert sum(found == label for found in labels) == count, (name, label, labels)
             # The leaf is named by params={"x": x}, with its shape.
             assert any(re.fullmatch(r"x\s*\(.*\)", found) for found in labels), (name, labels)
+
+
+def test_graph_is_defined_where_the_book_first_uses_the_word(book_html: Path) -> None:
+    first = toc_files()[1]
+    paragraph = next(p for p in page(book_html, f"{first}.html").select("main p") if re.search(r"\bgraph\b", p.get_text()))
+    assert re.search(r"records a graph, one node for each operation", " ".join(paragraph.get_text().split()))
 
 
 def test_every_graph_picture_has_a_description(book_html: Path) -> None:
