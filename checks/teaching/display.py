@@ -101,6 +101,8 @@ def cell_text(key: str, record: Record) -> str:
         return format(value, ".3g")
     if key in ("step", "error_estimate"):
         return _short_numbers(value)
+    if key == "tolerance" and not value:
+        return "none (an error was expected, no value compared)"
     if key == "tolerance":
         return rtol_atol(value["rtol"], value["atol"], value.get("element_atol"), value.get("plain") is True)
     if key == "verdict" and record.expected_failure:
