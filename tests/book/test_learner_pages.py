@@ -74,7 +74,7 @@ def test_detect_anomaly_names_the_operation_and_the_forward_line(book_html: Path
     soup = page(book_html, "book/debugging.html")
     cell = cell_with(soup, "with torch.autograd.detect_anomaly():")
     assert "returned nan values" in outputs(cell) and "SqrtBackward0" in outputs(cell)
-    report = " ".join(cell.find_next("pre").get_text().split())
+    report = " ".join(cell.find_next("blockquote", class_="checks-quote").get_text().split())
     assert report.startswith("Error detected in SqrtBackward0. Traceback of forward call that caused the error:")
     forward = report.split("Traceback of forward call", 1)[1]
     # The reader's own line, at its line of the cell.
