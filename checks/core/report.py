@@ -67,7 +67,7 @@ class CheckReport:
     error        -- per element, the Richardson error estimate of the chosen window (built when first read)
     steps        -- per element, the finest step of the chosen window (built when first read)
     details      -- builds error and steps: for a large Jacobian each table costs what an evaluation of f does
-    levels       -- per column, how many steps were tried (3 for a smooth f)
+    levels       -- per column, how many steps were tried (FIRST_LEVELS, 4, for a smooth f: the first batch)
     kink, domain, unstable, unconfirmed, unresolved, converged -- per element: a kink found; no finite
                     estimate at any step; a mismatch that a window at smaller steps contradicts; a mismatch no
                     independent window confirms; f unchanged at every step where autograd's value is below f's

@@ -29,7 +29,7 @@ def test_the_readme_installs_chromium_before_the_tests() -> None:
     assert "apt-get install" in script and "chromium" in script and script.rstrip().endswith("python -m pytest")
     assert "CHECKS_REQUIRE_BROWSER=1" in script
     by_hand = commands[1].strip().splitlines()
-    assert by_hand[0] == "sudo apt-get install chromium" and by_hand[-1].endswith("python -m pytest")
+    assert by_hand[0] == "sudo apt-get install chromium graphviz" and by_hand[-1].endswith("python -m pytest")
 
 
 def test_the_readme_installs_the_package_from_the_configured_repository() -> None:

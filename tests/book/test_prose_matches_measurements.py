@@ -232,4 +232,6 @@ def test_the_product_slip_is_off_by_exactly_the_missing_term(book_html: Path) ->
 def test_the_introduction_says_what_computed_each_derivative(book_html: Path) -> None:
     text = text_of(book_html, "intro")
     assert "was computed by PyTorch while the book was built" not in text
-    assert "Each says what computed it" in text and "materialize_grads=True" in text
+    assert "Each says what computed it" in text
+    # gradcheck, too, counts a derivative autograd cannot give as 0 (issue 30): no "only" claim.
+    assert "only checks.check_jacobian counts" not in text

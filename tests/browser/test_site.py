@@ -325,8 +325,10 @@ MEASURE_JS = """() => {
         .map(node => ({text: (node.getAttribute("aria-label") || label(node)).slice(0, 60), inside: within(node)}));
 
     const caption = document.querySelector("article.bd-article figcaption") || document.querySelector("article.bd-article p");
+    // Matplotlib's figures (PNG, with their text size recorded); the SVG pictures of autograd graphs are measured
+    // by tests/book/test_graph_pictures.py.
     const figures = [...document.querySelectorAll(".bd-content figure img, .bd-content div.cell_output img")]
-        .filter(visible).map(image => ({
+        .filter(image => visible(image) && !image.src.endsWith(".svg")).map(image => ({
             src: image.src, rendered: image.getBoundingClientRect().width, natural: image.naturalWidth,
             caption: parseFloat(getComputedStyle(image.closest("figure")?.querySelector("figcaption") || caption).fontSize),
         }));

@@ -15,7 +15,7 @@ import pytest
 
 from ..test_plain_code import cells
 
-CONVERTED = ["book/small-function", "book/stored-vs-returned", "book/modules"]
+CONVERTED = ["book/small-function", "book/stored-vs-returned", "book/modules", "book/debugging"]
 LIMIT = 0.25
 
 
