@@ -119,6 +119,17 @@ def test_each_chapter_is_published_as_a_notebook_of_its_visible_cells(book_html:
         assert bool(cell.execution_count) != blank, f"{chapter}: executed {cell.execution_count!r}:\n{cell.source[:300]}"
         assert "skip-execution" not in tags(cell), f"{chapter}: the notebook would skip the exercise's cell"
     assert any(cell.outputs for cell in code), f"{chapter}: the notebook has no outputs"
+    # Each stream as one output, as on the page: myst-nb's merged first piece and the pieces would show it twice.
+    for cell in code:
+        streams = [output.name for output in cell.outputs if output.output_type == "stream"]
+        assert len(streams) == len(set(streams)), f"{chapter}: a stream in pieces:\n{cell.source[:200]}"
+
+
+def test_the_pytest_report_is_stored_once(book_html: Path) -> None:
+    notebook = published(book_html, "book/check-your-own-code")
+    reports = [output.text for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs
+               if output.output_type == "stream" and "short test summary info" in output.text]
+    assert len(reports) == 1 and reports[0].count("short test summary info") == 1, reports
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
