@@ -190,3 +190,13 @@ def test_stream_pieces_are_one_output_as_on_the_page() -> None:
              nbformat.v4.new_output("execute_result", data={"text/plain": "0"}, execution_count=1), pieces[1]]
     assert [(output.output_type, output.get("text")) for output in merged_streams(copy.deepcopy(mixed))] == [
         ("stream", ".\nF\n"), ("stream", "warning\n"), ("execute_result", None)]
+
+
+def test_the_kernel_is_named_as_jupyterlab_names_it(tmp_path: Path) -> None:
+    """JupyterLab writes the kernel's own display name into a notebook it opens: written here, it opens unchanged."""
+    executed = nbformat.v4.new_notebook(metadata={"kernelspec": {"display_name": "Python 3", "language": "python",
+                                                                 "name": "python3"}})
+    page = Page(url=f"{SITE}book/chapter.html", site=SITE, folder=tmp_path, executed=executed)
+    notebook, _ = reader_notebook(publish_doctree("Text.\n"), page, "x")
+    assert notebook.metadata["kernelspec"] == {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+    assert executed.metadata["kernelspec"]["display_name"] == "Python 3"  # the build's notebook is left as it was

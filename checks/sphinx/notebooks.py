@@ -53,6 +53,7 @@ from urllib.parse import quote
 
 import nbformat
 import torch
+from ipykernel.kernelspec import KERNEL_NAME, get_kernel_dict
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.errors import ConfigError
@@ -568,11 +569,14 @@ def reader_notebook(document: nodes.document, page: Page, requirement: str,
     code = "\n".join(cell.source for cell in cells if cell.cell_type == "code")
     tools = [tool for tool in TOOLS if re.search(rf"\b{tool}\b", code)]
     folders = sorted({posixpath.dirname(name) for name in [*writer.written_files, *unshown]} - {""})
-    notebook = nbformat.v4.new_notebook(
-        cells=[install_cell(requirement, tools, folders), *hidden_files, *cells],
-        metadata={key: page.executed.metadata[key] for key in ("kernelspec", "language_info")
-                  if key in page.executed.metadata},
-    )
+    metadata = {key: copy.deepcopy(page.executed.metadata[key]) for key in ("kernelspec", "language_info")
+                if key in page.executed.metadata}
+    if metadata.get("kernelspec", {}).get("name") == KERNEL_NAME:
+        # ipykernel's own name for its kernel, which JupyterLab writes in on opening (the chapters say
+        # "Python 3"): written here, the notebook does not open as changed.
+        metadata["kernelspec"]["display_name"] = get_kernel_dict()["display_name"]
+    notebook = nbformat.v4.new_notebook(cells=[install_cell(requirement, tools, folders), *hidden_files, *cells],
+                                        metadata=metadata)
     for number, cell in enumerate(notebook.cells):
         cell.id = f"cell-{number}"  # the same ids every build: the notebooks branch changes only where the book did
     return notebook, writer.unknown
