@@ -53,8 +53,8 @@ from urllib.parse import quote
 
 import nbformat
 import torch
-from ipykernel.kernelspec import KERNEL_NAME, get_kernel_dict
 from docutils import nodes
+from ipykernel.kernelspec import KERNEL_NAME, get_kernel_dict
 from sphinx.application import Sphinx
 from sphinx.errors import ConfigError
 from sphinx.util import logging
