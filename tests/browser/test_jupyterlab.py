@@ -231,7 +231,8 @@ class Running:
 
     def run_all(self, workspace: int) -> None:
         lab = self.lab
-        self.page.goto(f"{lab.url}lab/workspaces/w{workspace}/tree/{self.path}?token={lab.token}&reset")
+        self.page.goto(f"{lab.url}lab/workspaces/w{workspace}/tree/{self.path}?token={lab.token}&reset",
+                       timeout=300_000)
         self.page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=300_000)  # JupyterLab's first load, on a busy machine
         self.page.wait_for_function("""() => { const i = document.querySelector(
             ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator"); return i && i.dataset.status === "idle"; }""",
