@@ -332,7 +332,11 @@ def _cell(record: Record, keys: Sequence[str], heading: str, fields: tuple[str, 
         elif record.weak:  # "weak" under the word, linked to why, under the table
             text = (f'{html.escape(word)}<a class="checks-verdict-note checks-weak-note" '
                     f'href="#{html.escape(weak_anchor(record))}">weak</a>')
-        return f'<td class="checks-verdict" data-field="verdict"{data_label(heading)}>{text}</td>'
+        mark, colour = verdict_mark(record)
+        # The mark and colour inline: a notebook (JupyterLab, Colab) shows the table without checks.css.
+        style = f' style="color: {colour}"' if colour else ""
+        return (f'<td class="checks-verdict"{data_label(heading)}{style}><span class="checks-verdict-mark" '
+                f'aria-hidden="true">{mark} </span>{field("verdict", text)}</td>')
     if fields == ("check",):
         return f'<td class="checks-check"{data_label(heading)}>{_check_cell(record, keys)}</td>'
     if fields in (("analytical_gradient",), ("observed_gradient",)):
@@ -373,6 +377,22 @@ def _label(key: str) -> str:
 def _labelled(key: str, content: str) -> str:
     """The allowance under the errors, introduced as what it is."""
     return f'<span class="checks-allowed">allowed {content}</span>' if key == "tolerance" else content
+
+
+# The verdict's mark and colour by outcome: the page's colours (checks.css's variables, by theme), and the
+# light theme's where they are not defined (a notebook).
+VERDICT_MARKS = {
+    "pass": ("✓", "var(--checks-pass, #1b6e20)"),
+    "unexpected failure": ("✗", "var(--checks-fail, #b71c1c)"),
+    "expected failure": ("✗", "var(--checks-expected-failure, #a54800)"),
+    "unexpected pass": ("✗", "var(--checks-fail, #b71c1c)"),
+    "planned": ("○", ""),
+}
+
+
+def verdict_mark(record: Record) -> tuple[str, str]:
+    """The symbol before a verdict's word and the colour of both ("" leaves the text's own)."""
+    return VERDICT_MARKS[record.outcome]
 
 
 def _check_cell(record: Record, keys: Sequence[str]) -> str:
@@ -579,15 +599,26 @@ def _change_words(change: dict[str, Any]) -> str:
             f"because: {change['reason']}")
 
 
+# A failure record's layout, inline where JupyterLab's own styles would undo checks.css's (a notebook has no
+# checks.css): JupyterLab floats <dt> and <dd> at 20 % and 80 % of the width, so a long label wraps and its
+# value drifts right, and it breaks <pre> text anywhere, mid-word. On a phone checks.css stacks the list.
+DL_STYLE = "display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 0.1em 0.8em; margin: 0.2em 0"
+DT_STYLE = "float: none; width: auto; margin: 0; padding: 0"
+DD_STYLE = "float: none; width: auto; margin: 0; padding: 0; overflow-wrap: anywhere"
+PRE_STYLE = "word-break: normal"
+
+
 def _pre(text: str, css: str = "") -> str:
-    return f'<pre class="{css}">{html.escape(text)}</pre>' if css else f"<pre>{html.escape(text)}</pre>"
+    classes = f' class="{css}"' if css else ""
+    return f'<pre{classes} style="{PRE_STYLE}">{html.escape(text)}</pre>'
 
 
 def _definitions(items: dict[str, str], markup: dict[str, str] | None = None) -> str:
     """A definition list of plain texts; markup holds items already written as HTML, which replace them."""
     markup = markup or {}
-    return "<dl>" + "".join(f"<dt>{html.escape(key)}</dt><dd>{markup.get(key, html.escape(value))}</dd>"
-                            for key, value in items.items()) + "</dl>"
+    return f'<dl style="{DL_STYLE}">' + "".join(
+        f'<dt style="{DT_STYLE}">{html.escape(key)}</dt><dd style="{DD_STYLE}">{markup.get(key, html.escape(value))}</dd>'
+        for key, value in items.items()) + "</dl>"
 
 
 def tolerance_notes(records: Sequence[Record]) -> str:

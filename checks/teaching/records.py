@@ -285,7 +285,7 @@ class Summary(dict):
     def _repr_html_(self) -> str:
         # Wrapped at its spaces, so the whole record is in view on a phone; the text is unchanged.
         text = json.dumps(self).replace("&", "&amp;").replace("<", "&lt;")
-        return f'<pre class="checks-summary" style="white-space: pre-wrap; overflow-wrap: anywhere;">{text}</pre>'
+        return f'<pre class="checks-summary" style="white-space: pre-wrap; overflow-wrap: anywhere; word-break: normal;">{text}</pre>'
 
 
 def _json_number(value: Any) -> Any:

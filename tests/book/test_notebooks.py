@@ -23,7 +23,7 @@ from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from myst_nb.core.read import read_myst_markdown_notebook
 
-from checks.sphinx.notebooks import INSTALL_TAG, NOTEBOOKS_FOLDER
+from checks.sphinx.notebooks import INSTALL_TAG, NOTEBOOKS_FOLDER, SOLUTIONS_TITLE, WORK_TAG
 
 from ..helpers import page
 from .test_exercises import code_cells, exercises
@@ -49,6 +49,24 @@ def chapter_cells(chapter: str) -> list[nbformat.NotebookNode]:
     """The chapter's code cells, as myst-nb reads the MyST source."""
     source = (ROOT / f"{chapter}.md").read_text(encoding="utf-8")
     return [cell for cell in read_myst_markdown_notebook(source).cells if cell.cell_type == "code"]
+
+
+def in_reading_order(chapter: str) -> list[nbformat.NotebookNode]:
+    """The chapter's code cells in the notebook's order: the solutions' cells last, each solution's in turn."""
+    source = (ROOT / f"{chapter}.md").read_text(encoding="utf-8")
+    text, solutions, inside = [], [], False
+    for cell in read_myst_markdown_notebook(source).cells:
+        if cell.cell_type == "markdown":
+            for marker in re.findall(r"\{solution-(start|end)\}", cell.source):
+                inside = marker == "start"
+        else:
+            (solutions if inside else text).append(cell)
+    return text + solutions
+
+
+def added_work_cell(cell: nbformat.NotebookNode) -> bool:
+    """A cell the notebook adds for an exercise (the page has none): blank, or the exercise's starter code."""
+    return WORK_TAG in tags(cell) and cell.source.startswith("# Exercise")
 
 
 def tags(cell: nbformat.NotebookNode) -> list[str]:
@@ -90,9 +108,10 @@ def test_each_chapter_is_published_as_a_notebook_of_its_visible_cells(book_html:
     first = notebook.cells[0]
     assert first.cell_type == "code" and INSTALL_TAG in tags(first), f"{chapter}: the first cell is not the install cell"
     assert not [cell for cell in notebook.cells[1:] if INSTALL_TAG in tags(cell)]
-    # The page's code cells, in order: the cells it removes (glue, plumbing) are left out.
-    code = [cell for cell in notebook.cells[1:] if cell.cell_type == "code" and not writes_a_file(cell)]
-    shown = [cell for cell in chapter_cells(chapter) if "remove-cell" not in tags(cell)]
+    # The page's code cells, in order, the solutions' last: the cells it removes (glue, plumbing) are left out.
+    code = [cell for cell in notebook.cells[1:] if cell.cell_type == "code" and not writes_a_file(cell)
+            and not added_work_cell(cell)]
+    shown = [cell for cell in in_reading_order(chapter) if "remove-cell" not in tags(cell)]
     assert [cell.source for cell in code] == [cell.source for cell in shown]
     # With the book's outputs; only a cell the reader completes first (an exercise's blanks) has none.
     for cell, source in zip(code, shown):
@@ -100,6 +119,17 @@ def test_each_chapter_is_published_as_a_notebook_of_its_visible_cells(book_html:
         assert bool(cell.execution_count) != blank, f"{chapter}: executed {cell.execution_count!r}:\n{cell.source[:300]}"
         assert "skip-execution" not in tags(cell), f"{chapter}: the notebook would skip the exercise's cell"
     assert any(cell.outputs for cell in code), f"{chapter}: the notebook has no outputs"
+    # Each stream as one output, as on the page: myst-nb's merged first piece and the pieces would show it twice.
+    for cell in code:
+        streams = [output.name for output in cell.outputs if output.output_type == "stream"]
+        assert len(streams) == len(set(streams)), f"{chapter}: a stream in pieces:\n{cell.source[:200]}"
+
+
+def test_the_pytest_report_is_stored_once(book_html: Path) -> None:
+    notebook = published(book_html, "book/check-your-own-code")
+    reports = [output.text for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs
+               if output.output_type == "stream" and "short test summary info" in output.text]
+    assert len(reports) == 1 and reports[0].count("short test summary info") == 1, reports
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -139,34 +169,48 @@ def test_glued_numbers_read_in_the_notebook_as_on_the_page(book_html: Path, chap
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_exercises_are_boxes_and_solutions_are_folded(book_html: Path, chapter: str) -> None:
+def test_exercises_are_boxes_each_with_a_cell_to_work_in_and_solutions_come_last(book_html: Path, chapter: str) -> None:
+    """JupyterLab shows a cell's output again when the cell runs, folded or not: a solution beside its
+    exercise would be shown by "Run All". The solutions are in a last section of their own instead."""
     notebook = published(book_html, chapter)
     cells = notebook.cells
     pairs = exercises(page(book_html, f"{chapter}.html"))
     assert pairs
+    headings = [index for index, cell in enumerate(cells) if cell.cell_type == "markdown" and cell.source.startswith("#")]
+    last = [index for index in headings if cells[index].source.startswith(f"## {SOLUTIONS_TITLE}\n")]
+    assert len(last) == 1 and last[0] == headings[-len(pairs) - 1], f"{chapter}: no last section of solutions"
+    solutions = last[0]
     for exercise, solution in pairs:
         title = exercise.select_one(".admonition-title").get_text(" ", strip=True)  # numbered across the book
-        boxes = [cell for cell in cells if cell.cell_type == "markdown" and cell.source.startswith(f"> **{title}**")]
-        assert len(boxes) == 1, f"{chapter}: {title} is not one block quote titled as on the page"
+        boxes = [index for index, cell in enumerate(cells)
+                 if cell.cell_type == "markdown" and cell.source.startswith(f"> **{title}**")]
+        assert len(boxes) == 1 and boxes[0] < solutions, f"{chapter}: {title} is not one block quote before the solutions"
         statement = visible_text(str(exercise.select_one("p")))
-        assert statement in visible_text(MARKDOWN.render(boxes[0].source))
-        # The solution: its prose folded, under the page's title; its code hidden, source and outputs.
-        folded = [cell for cell in cells if cell.cell_type == "markdown"
-                  and cell.source.startswith(f"<details>\n<summary>Solution to {title}")]
-        assert folded and all(cell.source.rstrip().endswith("</details>") for cell in folded)
-        prose = " ".join(visible_text(MARKDOWN.render(cell.source)) for cell in folded)
+        assert statement in visible_text(MARKDOWN.render(cells[boxes[0]].source))
+        # A cell to work in, before the next box or heading: the page's own, its starter code, or a blank one.
+        end = min(index for index, cell in enumerate(cells) if index > boxes[0] and cell.cell_type == "markdown"
+                  and (cell.source.startswith(("#", "> **Exercise"))))
+        work = [cells[index] for index in range(boxes[0], end) if WORK_TAG in tags(cells[index])]
+        assert work, f"{chapter}: {title} has no cell to work in"
+        assert all(cell.cell_type == "code" and "jupyter" not in cell.metadata and not cell.outputs for cell in work)
+        for starter in exercise.select("div.highlight-python pre, div.highlight-ipython3 pre"):
+            if not starter.find_parent("div", class_="cell"):  # code in the exercise's text: a cell that runs it
+                assert any(starter.get_text().strip() in cell.source for cell in work), f"{chapter}: {title}'s code has no cell"
+        if all(cell.source.startswith("# Exercise") and len(cell.source.splitlines()) == 2 for cell in work):
+            assert f'"{SOLUTIONS_TITLE}"' in work[0].source  # a blank one says what to write, and where the solution is
+        # The solution, under its title in the last section: its prose and its code, shown.
+        heading = [index for index in headings if cells[index].source.startswith(f"### Solution to {title}\n")
+                   or cells[index].source == f"### Solution to {title}"]
+        assert len(heading) == 1 and heading[0] > solutions, f"{chapter}: no solution to {title} in the last section"
+        end = min([index for index in headings if index > heading[0]], default=len(cells))
+        prose = visible_text("".join(MARKDOWN.render(cells[index].source) for index in range(heading[0], end)
+                                     if cells[index].cell_type == "markdown"))
         for paragraph in solution.select("p"):
             if not paragraph.find_parent("div", class_="cell"):
-                assert visible_text(str(paragraph)) in prose, f"{chapter}: solution prose not folded: {paragraph.get_text()[:80]}"
-        for source in code_cells(solution):
-            matches = [cell for cell in cells if cell.cell_type == "code" and cell.source.strip() == source.strip()]
-            assert matches, f"{chapter}: a solution's cell is missing:\n{source[:200]}"
-            hidden = matches[-1].metadata.get("jupyter", {})
-            assert hidden.get("source_hidden") and hidden.get("outputs_hidden"), f"{chapter}: solution shown:\n{source[:200]}"
-        # The cells the reader writes in stay in view.
-        for source in code_cells(exercise):
-            cell = next(cell for cell in cells if cell.cell_type == "code" and cell.source.strip() == source.strip())
-            assert "jupyter" not in cell.metadata
+                assert visible_text(str(paragraph)) in prose, f"{chapter}: solution prose missing: {paragraph.get_text()[:80]}"
+        code = [cells[index] for index in range(heading[0], end) if cells[index].cell_type == "code"]
+        assert [cell.source.strip() for cell in code] == [source.strip() for source in code_cells(solution)]
+        assert all("jupyter" not in cell.metadata for cell in code), f"{chapter}: a solution's code is hidden"
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

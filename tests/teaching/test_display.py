@@ -29,7 +29,8 @@ def test_the_verdict_comes_first_with_its_word_and_shape_dtype_device_share_a_ce
     assert headings[0] == "verdict" and "shape · dtype · device" in headings
     assert len(headings) <= 7
     verdict = soup.select_one("tbody tr td")
-    assert "checks-verdict" in verdict["class"] and verdict.get_text() == "fail (expected failure)"
+    assert "checks-verdict" in verdict["class"] and verdict.get_text() == "✗ fail (expected failure)"
+    assert verdict.select_one("[data-field=verdict]").get_text() == "fail (expected failure)"
     row = tables(soup)[0][0]
     assert (row["shape"], row["dtype"], row["device"]) == ("(30,)", "float32", "cpu")
 
@@ -88,3 +89,20 @@ def test_a_failure_box_keeps_its_code_lines_as_written() -> None:
     soup = BeautifulSoup(records_html([failed_record()]), "html.parser")
     code = soup.select("div.checks-failure pre.checks-code")
     assert code and all("\n    " in block.get_text() or "lambda" in block.get_text() for block in code)
+
+
+def test_the_verdict_and_the_failure_record_keep_their_look_without_the_books_stylesheet() -> None:
+    """A notebook (JupyterLab, Colab) has no checks.css: the verdict's mark and colour, and the failure
+    record's label-beside-value layout, are in the markup itself."""
+    soup = BeautifulSoup(records_html([failed_record()]), "html.parser")
+    verdict = soup.select_one("td.checks-verdict")
+    assert verdict.select_one(".checks-verdict-mark").get_text().strip() == "✗"
+    assert "checks-expected-failure" in verdict["style"] and "#" in verdict["style"]  # a colour where no variable is
+    passed = BeautifulSoup(records_html([checks.plan(checks.Expectation("x*x", lambda x: x * x, "2*x", lambda x: 2 * x, "power rule"),
+                                                     3.0, dtypes="float64", devices="cpu", how="stored").run().one()]),
+                           "html.parser").select_one("td.checks-verdict")
+    assert passed.select_one(".checks-verdict-mark").get_text().strip() == "✓" and "checks-pass" in passed["style"]
+    for definitions in soup.select("div.checks-failure dl"):
+        assert "display: grid" in definitions["style"]
+        assert all("float: none" in item["style"] for item in definitions.select("dt, dd"))
+    assert all("word-break: normal" in pre["style"] for pre in soup.select("div.checks-failure pre"))
