@@ -32,9 +32,9 @@ import nbformat
 import pytest
 
 from checks.sphinx.notebooks import WORK_TAG
-from tests.toc import toc_chapters
+from ..toc import toc_chapters
 
-# Without Playwright the browser fixture skips (tests/browser.py); these names are needed before it runs.
+# Without Playwright the browser fixture skips (tests/chromium.py); these names are needed before it runs.
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright's Python package is not installed")
 PlaywrightError, PlaywrightTimeout = sync_api.Error, sync_api.TimeoutError
 
