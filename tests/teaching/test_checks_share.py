@@ -15,7 +15,7 @@ import pytest
 
 from ..test_plain_code import cells
 
-CONVERTED = ["book/small-function", "book/stored-vs-returned"]
+CONVERTED = ["book/small-function", "book/stored-vs-returned", "book/grad-is-none", "book/no-gradient", "book/in-place"]
 LIMIT = 0.25
 
 
