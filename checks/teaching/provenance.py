@@ -5,7 +5,8 @@ A row's `how` says what produced its value, or what raised instead:
 - a value: "stored" (a .grad read after backward()), "returned" (what torch.autograd.grad returned;
   "create_graph" with create_graph=True), torch.func's "jacrev" / "jacfwd" / "vjp" / "jvp" / "hessian",
   "forward" (computed by the reader's forward: y, or a tensor's property such as x.is_leaf);
-- an error: "constructor" (torch.tensor(..., requires_grad=True) and the other factories), "forward",
+- an error: "constructor" (torch.tensor(..., requires_grad=True) and the other factories),
+  "requires_grad_" (t.requires_grad_() on a tensor made earlier), "forward",
   "in-place" (x -= ..., x[0] = ..., x.add_(...)), "stored" (backward() raised), "returned" (autograd.grad
   raised).
 
@@ -34,6 +35,7 @@ OTHER_WORDS = {
 # Which statement raised, and what it then did not deliver.
 RAISER_WORDS = {
     "constructor": ("the constructor", "nothing made"),
+    "requires_grad_": ("requires_grad_()", "nothing changed"),
     "forward": ("the forward", "nothing computed"),
     "in-place": ("an in-place statement", "nothing changed"),
     "stored": ("backward()", "nothing stored"),
@@ -50,7 +52,7 @@ RAISER_WORDS = {
 # Calls that make a tensor (a leaf, when they say requires_grad=True).
 FACTORIES = {"tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "rand", "randn", "randint",
              "arange", "linspace", "logspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like",
-             "rand_like", "randn_like", "requires_grad_", "Parameter"}
+             "rand_like", "randn_like", "Parameter"}
 FUNC_CALLS = ("hessian", "jacfwd", "jacrev", "jvp", "vjp")
 # Without source, PyTorch's own words say which statement raised (only where they are unambiguous).
 MESSAGES = (
@@ -97,6 +99,8 @@ def statement_kind(node: ast.AST) -> str:
     for name in FUNC_CALLS:
         if name in last:
             return name
+    if "requires_grad_" in last:
+        return "requires_grad_"  # asks an existing tensor to require grad: it constructs nothing
     if isinstance(node, ast.AugAssign) or _assigns_into(node) or any(
             name.endswith("_") and not name.endswith("__") and name != "requires_grad_" for name in last):
         return "in-place"
@@ -251,7 +255,7 @@ def value_kind(expression: str, value: object, uses: Sequence[object], history: 
     kind = statement_kind(node)
     if kind == "forward" and any(isinstance(item, ast.Attribute) and item.attr == "grad" for item in ast.walk(node)):
         return "stored"  # g = x.grad.clone()
-    return "forward" if kind in ("constructor", "in-place") else kind
+    return "forward" if kind in ("constructor", "requires_grad_", "in-place") else kind
 
 
 def _binding(name: str, history: Sequence[str]) -> ast.AST | None:

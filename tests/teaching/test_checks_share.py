@@ -15,7 +15,8 @@ import pytest
 
 from ..test_plain_code import cells
 
-CONVERTED = ["book/small-function", "book/stored-vs-returned", "book/modules", "book/debugging"]
+CONVERTED = ["book/small-function", "book/stored-vs-returned", "book/modules", "book/debugging",
+             "book/grad-is-none", "book/no-gradient", "book/in-place"]
 LIMIT = 0.25
 
 
