@@ -383,16 +383,20 @@ def _labelled(key: str, content: str) -> str:
 # light theme's where they are not defined (a notebook).
 VERDICT_MARKS = {
     "pass": ("✓", "var(--checks-pass, #1b6e20)"),
+    "measured": ("✓", ""),
     "unexpected failure": ("✗", "var(--checks-fail, #b71c1c)"),
     "expected failure": ("✗", "var(--checks-expected-failure, #a54800)"),
     "unexpected pass": ("✗", "var(--checks-fail, #b71c1c)"),
+    "expected inconclusive": ("?", "var(--checks-expected-failure, #a54800)"),
+    "unexpected inconclusive": ("?", "var(--checks-fail, #b71c1c)"),
     "planned": ("○", ""),
 }
 
 
 def verdict_mark(record: Record) -> tuple[str, str]:
-    """The symbol before a verdict's word and the colour of both ("" leaves the text's own)."""
-    return VERDICT_MARKS[record.outcome]
+    """The symbol before a verdict's word and the colour of both ("" leaves the text's own), by the record's
+    status (its outcome read against what the chapter declared)."""
+    return VERDICT_MARKS[record.status or "planned"]
 
 
 def _check_cell(record: Record, keys: Sequence[str]) -> str:

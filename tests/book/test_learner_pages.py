@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 import checks
-from checks.core.checker import FIRST_LEVELS
+from checks.core.estimate import FIRST_LEVELS
 
 from checks.sphinx import ledger
 

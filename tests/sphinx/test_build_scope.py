@@ -19,7 +19,7 @@ import checks.core.devices
 from checks.sphinx import fingerprint, machine
 
 from ..conftest import JUPYTER_BOOK, ROOT
-from ..test_ledger_builds import chapter, small_book
+from .test_ledger_builds import chapter, small_book
 
 # Each execution of the chapter prints a new mark: the page shows the mark of the last execution.
 MARKED = chapter("Marked", "import uuid\nprint('mark', uuid.uuid4().hex, checks.__file__)\n"

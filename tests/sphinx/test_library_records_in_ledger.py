@@ -12,8 +12,8 @@ from checks.sphinx import ledger
 
 from ..conftest import build_book
 from ..helpers import page, verify
-from ..test_build_behaviour import CHAPTER_HEADER
-from ..test_ledger_builds import small_book
+from .test_build_behaviour import CHAPTER_HEADER
+from .test_ledger_builds import small_book
 
 pytestmark = pytest.mark.kernels  # see tests/conftest.py: it waits for the session's book build
 

@@ -13,7 +13,7 @@ import ast
 
 import pytest
 
-from ..test_plain_code import cells
+from ..book.test_plain_code import cells
 
 CONVERTED = ["book/small-function", "book/stored-vs-returned", "book/modules", "book/debugging",
              "book/grad-is-none", "book/no-gradient", "book/in-place"]

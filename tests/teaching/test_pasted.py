@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ..test_plain_code import cells
+from ..book.test_plain_code import cells
 from .test_checks_share import CONVERTED
 
 

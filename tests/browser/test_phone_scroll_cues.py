@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from ..browser import PHONE
+from ..chromium import PHONE
 from ..toc import toc_files
 
 FIRST_PARTS = toc_files()[1: toc_files().index("book/finite-differences")]
