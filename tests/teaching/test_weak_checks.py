@@ -204,6 +204,6 @@ def test_a_scripts_table_shows_what_each_pass_detects_and_marks_a_weak_one() -> 
     soup = BeautifulSoup(results._repr_html_(), "html.parser")
     headings = [th.get_text() for th in soup.select("thead th")]
     cells = dict(zip(headings, (td.get_text() for td in soup.select("tbody td"))))
-    assert cells["verdict"] == "pass (weak)"
+    assert cells["verdict"] == "✓ pass (weak)"  # the mark, then the word
     assert cells["detects (relative error above)"] == f"{results.one(what='backward()').detectable_relative_error:.2g}"
     assert "Declared weak: coarse on purpose" in soup.select_one("div.checks-weak-notes").get_text()
