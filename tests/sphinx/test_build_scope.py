@@ -39,6 +39,7 @@ def _append(path: Path) -> None:
 # ---- the fingerprint's scope, on a package of a few files ----
 
 SCOPED = {"__init__.py": True, "core/errors.py": True, "teaching/records.py": True, "sphinx/cache.py": True,
+          "sphinx/kernel_startup.py": True,
           "sphinx/notebooks.py": False, "sphinx/sphinxext.py": False, "sphinx/ledger.py": False}
 
 
