@@ -172,3 +172,17 @@ def test_a_batching_rule_that_does_not_hold_for_f_is_caught_and_f_evaluated_poin
     assert report.outcome == "pass" and float(report.numerical[0, 0]) == pytest.approx(1.0, abs=1e-9)
     assert "vmap" in report.note
     assert check_jacobian(torch.sin, x).note == ""
+
+
+def test_elements_can_be_asked_for_by_verdict_and_an_unknown_verdict_is_named() -> None:
+    def backward(x, g):
+        return g * torch.cos(x) * torch.tensor([1.0, 1.0, 1.5], dtype=x.dtype)
+
+    report = check_jacobian(mutant(torch.sin, backward, "WrongLast"), torch.tensor([0.1, 0.2, 0.3], dtype=torch.float64))
+    everything = report.elements()
+    assert len(everything) == 9
+    assert report.elements("fail") == [e for e in everything if e.verdict == "fail"]
+    assert [(e.output, e.input) for e in report.elements("fail")] == [(2, 2)]
+    assert report.elements("pass", "inconclusive") == [e for e in everything if e.verdict != "fail"]
+    with pytest.raises(ValueError, match="unknown verdict.*'passed'"):
+        report.elements("passed")
