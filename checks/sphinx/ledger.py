@@ -498,15 +498,45 @@ def _by_outcome(pair: tuple[str, int]) -> int:
 
 def ledger_html(entries: Sequence[Entry], *, link: Callable[[Entry], str], json_href: str,
                 table_library: str | None = None) -> str:
-    """The summary, a download link to the JSON, counts per chapter, and one table of every check.
+    """The summary, a download link to the JSON, counts per chapter, one table of every check and one of the
+    measurements.
 
-    The table lists failures first. With table_library (the URL of the DataTables bundle that itables
+    The table of checks lists failures first. A measurement (a run of a study such as the mutant suite, whose
+    outcome is a finding, not a check of the book) is counted in the summary and the chapters' counts, and
+    its runs are tallied by study, how, dtype and device in the second table: each run is in the JSON, and
+    the chapter shows the study's results (900 rows of runs would make the page too heavy for a phone). With table_library (the URL of the DataTables bundle that itables
     ships, served from the site) the reader can also filter it by outcome, chapter, how, dtype and device,
     and sort it by any column; without it, or without JavaScript, it is a plain table.
     """
-    rows = ordered(entries)
+    rows = ordered([item for item in entries if not item.get("measurement")])
+    measured = [item for item in entries if item.get("measurement")]
     return (_summary_html(entries, json_href) + _chapters_html(entries, link) + _table_html(rows, link)
-            + (_table_script(table_library) if table_library else ""))
+            + (_table_script(table_library) if table_library else "") + _measurements_html(measured, link))
+
+
+def _measurements_html(measured: Sequence[Entry], link: Callable[[Entry], str]) -> str:
+    """The measurements' runs by chapter, study, how, dtype and device, with their outcomes counted ("" if none)."""
+    if not measured:
+        return ""
+    groups: dict[tuple[str, str, str, str, str], Counter[str]] = {}
+    first: dict[str, Entry] = {}
+    for item in measured:
+        first.setdefault(item["chapter"], item)
+        key = (item["chapter"], item["measurement"], item["how"], item["dtype"], item["device"])
+        groups.setdefault(key, Counter())[item["verdict"] or "planned"] += 1
+    outcomes = [outcome for outcome in OUTCOMES if any(outcome in counts for counts in groups.values())]
+    head = ("<th>chapter</th><th>measurement</th><th>how</th><th>dtype</th><th>device</th><th>runs</th>"
+            + "".join(f"<th>{html.escape(outcome)}</th>" for outcome in outcomes))
+    rows = "".join(
+        f'<tr><td><a href="{html.escape(link(first[chapter]).split("#")[0])}">{html.escape(chapter)}</a></td>'
+        f"<td>{html.escape(study)}</td><td>{html.escape(how)}</td><td>{html.escape(dtype)}</td>"
+        f"<td>{html.escape(device)}</td><td>{sum(counts.values())}</td>"
+        + "".join(f"<td>{counts.get(outcome, 0)}</td>" for outcome in outcomes) + "</tr>"
+        for (chapter, study, how, dtype, device), counts in groups.items())
+    return (f'<p class="checks-ledger-measurements-intro">Measurements: {len(measured)} runs whose outcome is a '
+            f"finding, not a check of the book, tallied here; each run is a record of the JSON.</p>"
+            f'<div class="checks-table-box"><table class="checks-counts checks-ledger-measurements">'
+            f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>")
 
 
 def _summary_html(entries: Sequence[Entry], json_href: str) -> str:

@@ -312,7 +312,10 @@ class NotebookWriter:
         if self.in_exercise():
             next(frame for frame in reversed(self.frames) if frame.exercise).work += 1
             tags.append(WORK_TAG)
-        outputs = [] if "remove-output" in tags else merged_streams(copy.deepcopy(executed.get("outputs", [])))
+        outputs = [] if "remove-output" in tags else [
+            output for output in merged_streams(copy.deepcopy(executed.get("outputs", [])))
+            # A stream the page removes (PyTorch's warning, with the kernel's file paths) is not shown here either.
+            if not (output.get("output_type") == "stream" and f"remove-{output['name']}" in tags)]
         cell = nbformat.v4.new_code_cell(executed.source, outputs=outputs,
                                          execution_count=executed.get("execution_count"))
         if tags:

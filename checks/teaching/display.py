@@ -16,6 +16,7 @@ import torch
 
 from ..core.compare import beyond_allowance
 from ..core.tolerances import atol_words
+from . import provenance
 from .environment import environment
 from .records import WEAK_ABOVE, Record, displayed
 
@@ -123,10 +124,6 @@ def cell_text(key: str, record: Record) -> str:
     return format_value(value)
 
 
-# What raised, by the way a value was asked for, when a pass recorded an error instead of a value.
-RAISING_CALLS = {"stored": "backward()", "returned": "autograd.grad", "create_graph": "autograd.grad"}
-
-
 def how_words(record: Record) -> str:
     """How the row's value was observed, as the reader reads it: what happened, not only what was asked.
 
@@ -137,11 +134,8 @@ def how_words(record: Record) -> str:
         return f"to be {record.how}"
     raised = raised_type(record)
     if raised:
-        call = RAISING_CALLS.get(record.how, HOW_WORDS.get(record.how, record.how))
-        return f"{call} raised {raised}: nothing " + ("stored" if record.how == "stored" else "returned")
-    if record.how == "stored" and record.observed_gradient is None:
-        return "read from .grad: none there"
-    words = HOW_WORDS.get(record.how, record.how)
+        return provenance.raised_words(record.how, raised)
+    words = provenance.words(record.how, record.observed_gradient)
     if record.how == "numerical" and record.method:
         words = f"{words} ({METHOD_WORDS.get(record.method, record.method)})"
     return words

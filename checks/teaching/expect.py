@@ -15,7 +15,8 @@ The expectation, as written:
   CPU, under float64 as the default dtype and the CPU as the default device
   (the intro's rule: expectations are evaluated in float64 on the CPU);
 - a tensor only if it is float64 on the CPU already: a float32 tensor has been rounded before it was compared,
-  so it is refused (write the number, or the function with at=).
+  so it is refused (write the number, or the function with at=);
+- `...` (or a function returning it), an exercise's blank: the cell says what to fill in and records nothing.
 
 Each check is a Record handed to checks.teaching.records.collect at once, then reported (a row of its cell's
 table under checks.each_cell, else one printed line). The row's dtype and device are the observed value's
@@ -44,6 +45,7 @@ from ..core.dtypes import dtype_name
 from ..core.errors import CheckInputError, ShapeMismatchError
 from ..core.tolerances import Tolerance, default_tolerance, tolerance_argument
 from . import cells, provenance, records
+from .display import format_value
 from .environment import device_name, environment
 from .records import Record
 from .rows import DECLARED, DIAGNOSIS, RAISED
@@ -72,7 +74,7 @@ def _inputs(at: Any) -> tuple[Any, ...]:
                  else item.detach().to("cpu", torch.float64) for item in items)
 
 
-def expected_value(expected: Expected, at: Any = None) -> torch.Tensor | bool | None:
+def expected_value(expected: Expected, at: Any = None) -> torch.Tensor | bool | None | type(Ellipsis):
     """The expectation in float64 on the CPU, by the rules of the module doc."""
     if expected is None or isinstance(expected, bool):
         return expected
@@ -92,7 +94,7 @@ def expected_value(expected: Expected, at: Any = None) -> torch.Tensor | bool | 
                 value = expected(*inputs)
         finally:
             torch.set_default_dtype(default)
-        if value is None or isinstance(value, bool):
+        if value is None or isinstance(value, bool) or value is Ellipsis:
             return value
         if isinstance(value, torch.Tensor) and value.dtype != torch.float64:
             raise CheckInputError(f"the expected function returned {dtype_name(value.dtype)}: build it from its "
@@ -100,7 +102,7 @@ def expected_value(expected: Expected, at: Any = None) -> torch.Tensor | bool | 
         return _float64(value, "expected")
     if at is not None:
         raise CheckInputError("at= is the input of an expected function; this expectation is a value")
-    return _float64(expected, "expected")
+    return Ellipsis if expected is Ellipsis else _float64(expected, "expected")
 
 
 def _observed(value: Any, label: str) -> torch.Tensor | bool | None:
@@ -148,6 +150,11 @@ def expect(value: Any, expected: Expected, label: str, *, at: Any = None, tolera
     history = [provenance.source_before(frame), *cells.history()[1:]]
     kind = how or provenance.value_kind(arguments[0] if arguments else "", value, _caller_objects(frame), history)
     wanted = expected_value(expected, at)
+    if wanted is Ellipsis:
+        # An exercise not filled in yet: a notebook's Run All goes on, and nothing is recorded as checked.
+        print(f"Not checked yet: {label!r} — fill in the blank (...) of the expected value, then run this cell "
+              f"again.")
+        return
     observed = _observed(value, label)
     dtype, device = _where(value)
     allowed = tolerance_argument(tolerance, dtype) if dtype in ("float16", "bfloat16", "float32", "float64") \
@@ -161,9 +168,10 @@ def expect(value: Any, expected: Expected, label: str, *, at: Any = None, tolera
     reason = expected_failure or inconclusive
     if reason:
         message += f"\n{DECLARED}{reason}"
-    x = _listed(_inputs(at)[0]) if isinstance(at, torch.Tensor) else []
+    function, leaf = provenance.subject(arguments[0] if arguments else "", frame, history)
+    x = _listed(_inputs(at)[0]) if isinstance(at, torch.Tensor) else _listed(_inputs(leaf)[0]) if leaf is not None else []
     record = Record(
-        check=label, function=arguments[0] if arguments else "value", x=x,
+        check=label, function=function or (arguments[0] if arguments else "value"), x=x,
         input_shape=list(observed.shape) if isinstance(observed, torch.Tensor) else [],
         dtype=dtype, device=device, how=kind,  # type: ignore[arg-type]
         gradient_formula=written + _where_evaluated(at, x, keywords.get("at", "")),
@@ -190,15 +198,18 @@ def _inconclusive(reason: str) -> dict[str, bool]:
 
 
 def _judge(observed: Any, wanted: Any, allowed: Tolerance) -> tuple[str, str, dict[str, Any]]:
-    """(verdict, message, fields of the comparison); a non-finite expectation is inconclusive, never a pass."""
+    """(verdict, message, fields of the comparison); a non-finite expectation is inconclusive, never a pass.
+    An expected tensor says what its allowance could catch, whatever was observed (None included)."""
+    fields: dict[str, Any] = {}
+    if isinstance(wanted, torch.Tensor):
+        caught = detectable(wanted, allowed)
+        fields = {"detectable_relative_error": caught.relative_error,
+                  "detectable_index": None if caught.index is None else list(caught.index)}
     if observed is None or wanted is None or isinstance(observed, bool) or isinstance(wanted, bool):
         passed = observed == wanted if type(observed) is type(wanted) else False
-        shown = lambda item: "None" if item is None else str(item)  # noqa: E731
+        shown = lambda item: "None" if item is None else format_value(_listed(item))  # noqa: E731
         return ("pass" if passed else "fail",
-                f"expected {shown(wanted)}, observed {shown(observed)}", {})
-    caught = detectable(wanted, allowed)
-    fields: dict[str, Any] = {"detectable_relative_error": caught.relative_error,
-                              "detectable_index": None if caught.index is None else list(caught.index)}
+                f"expected {shown(wanted)}, observed {shown(observed)}", fields)
     if bool(torch.isnan(wanted).any()):
         return "inconclusive", "the expected value is NaN (not a number): there is nothing to compare with", fields
     try:

@@ -300,3 +300,63 @@ def raised_words(how: str, error: str) -> str:
 
 def simple_name(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
+
+
+# The function and input a gradient is of --------------------------------------------------------------
+
+
+def subject(expression: str, frame: FrameType, history: Sequence[str]) -> tuple[str, torch.Tensor | None]:
+    """(f, x) of the gradient an expression names, read off the reader's code: ("x * x", the tensor x) for
+    x.grad after `y = x * x; y.backward()`, and for g after `(g,) = torch.autograd.grad(y, x)`. f is the
+    output backward() or autograd.grad was given, with the names bound in the code before it written out
+    once (y.sum() after y = torch.sigmoid(x) is torch.sigmoid(x).sum()). ("", None) where the code does not
+    say (no source, or not a gradient)."""
+    try:
+        node = ast.parse(expression.strip(), mode="eval").body if expression.strip() else None
+    except SyntaxError:
+        return "", None
+    output = leaf = None
+    if isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.value, ast.Name):
+        leaf = node.value.id
+        output = _last_backward(history)
+    elif isinstance(node, ast.Name):
+        bound = _binding(node.id, history)
+        call = next((item for item in ast.walk(bound) if isinstance(item, ast.Call)
+                     and _called(item)[:1] in (["autograd.grad"], ["grad"]) and len(item.args) >= 2), None) \
+            if bound is not None else None
+        if call is not None:
+            output = call.args[0]
+            inputs = call.args[1]
+            inputs = inputs.elts[0] if isinstance(inputs, (ast.Tuple, ast.List)) and len(inputs.elts) == 1 else inputs
+            leaf = inputs.id if isinstance(inputs, ast.Name) else None
+    value = frame.f_locals.get(leaf, frame.f_globals.get(leaf)) if leaf else None
+    if output is None or not isinstance(value, torch.Tensor):
+        return "", None
+    return _written_out(output, leaf, history), value
+
+
+def _last_backward(history: Sequence[str]) -> ast.AST | None:
+    """The tensor the newest backward() call in the code was called on (y for y.backward())."""
+    for source in history:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        calls = [item for item in ast.walk(tree) if isinstance(item, ast.Call) and isinstance(item.func, ast.Attribute)
+                 and item.func.attr == "backward"]
+        if calls:
+            return max(calls, key=lambda call: (call.lineno, call.col_offset)).func.value
+    return None
+
+
+def _written_out(output: ast.AST, leaf: str, history: Sequence[str]) -> str:
+    """The output's source with each name (but the input's) replaced once by what the code bound it to."""
+
+    class Expand(ast.NodeTransformer):
+        def visit_Name(self, name: ast.Name) -> ast.AST:  # noqa: N802 (ast's naming)
+            bound = _binding(name.id, history) if name.id != leaf else None
+            if isinstance(bound, ast.Assign) and len(bound.targets) == 1 and isinstance(bound.targets[0], ast.Name):
+                return bound.value
+            return name
+
+    return ast.unparse(Expand().visit(ast.parse(ast.unparse(output), mode="eval")))

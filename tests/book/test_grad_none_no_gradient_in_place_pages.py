@@ -19,6 +19,8 @@ import torch
 from bs4 import BeautifulSoup
 from torch import nn
 
+from checks.teaching import provenance
+
 from ..helpers import embedded_records, main_text, page, tables, visible_code, without_exercises
 from ..toc import ROOT, toc_chapters
 
@@ -81,10 +83,11 @@ PROVENANCE = {
     },
 }
 # How a row says it, beside the check's label: a value's way, or what raised.
-VALUE_WORDS = {"stored": "stored in .grad by backward()"}
-RAISED_WORDS = {"stored": "backward() raised RuntimeError", "constructor": "the constructor raised RuntimeError",
-                "requires_grad_": "requires_grad_() raised RuntimeError", "forward": "the forward raised RuntimeError",
-                "in-place": "an in-place statement raised RuntimeError"}
+# The row names the statement that produced its value, or raised: "stored in .grad", "the constructor raised
+# RuntimeError: nothing made" (one vocabulary, checks.teaching.provenance's).
+VALUE_WORDS = {"stored": provenance.words("stored")}
+RAISED_WORDS = {kind: provenance.raised_words(kind, "RuntimeError")
+                for kind in ("stored", "constructor", "requires_grad_", "forward", "in-place")}
 
 # Plumbing a reader must not meet in a visible cell (issue 24: "No plumbing in view").
 PLUMBING = ("glue", "myst_nb", "HTML(", "records_html", "TABLE =", "checks.display", "checks.mutants",

@@ -115,6 +115,20 @@ def test_ledger_html_links_each_row_to_its_chapter_and_offers_the_json() -> None
     assert rows[0].select_one("td.checks-chapter a")["href"] == f"book/a.html#{items[1]['anchor']}"
 
 
+def test_a_study_s_runs_are_tallied_not_listed_and_still_counted() -> None:
+    items = entries(run(SQUARE), run(WRONG), run(SQUARE), run(WRONG))
+    for item in items[2:]:
+        item["measurement"] = "a run of a study"
+    soup = BeautifulSoup(ledger.ledger_html(items, link=lambda item: item["page"], json_href="ledger.json"),
+                         "html.parser")
+    assert len(soup.select("table.checks-ledger tbody tr")) == 2
+    (tally,) = soup.select("table.checks-ledger-measurements tbody tr")
+    cells = dict(zip([th.get_text() for th in soup.select("table.checks-ledger-measurements th")],
+                     [td.get_text() for td in tally.select("td")]))
+    assert (cells["measurement"], cells["runs"], cells["pass"], cells["fail"]) == ("a run of a study", "2", "1", "1")
+    assert "4 checks in this build" in soup.select_one("div.checks-ledger-summary").get_text(" ", strip=True)
+
+
 def write(tmp_path: Path, items: list[ledger.Entry]) -> Path:
     """A ledger as a finished build stamps it: this checkout's fingerprint, one chapter of these checks."""
     source = tmp_path / "a.md"

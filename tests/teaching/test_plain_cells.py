@@ -42,6 +42,37 @@ def test_a_function_expectation_is_evaluated_in_float64_at_the_input_the_dtype_h
     assert last().analytical_gradient == 2 * held
 
 
+def test_a_record_names_the_function_and_input_the_code_differentiated() -> None:
+    x = torch.tensor(3.0, requires_grad=True)
+    y = x * x
+    y.backward()
+    checks.expect(x.grad, 6.0, "plain: subject of a stored gradient")
+    assert (last().function, last().x) == ("x * x", 3.0)
+    x.grad = None
+    z = torch.sigmoid(x)
+    z.sum().backward()
+    checks.expect(x.grad, lambda x: torch.sigmoid(x) * (1 - torch.sigmoid(x)), "plain: subject written out", at=x)
+    assert (last().function, last().x) == ("torch.sigmoid(x).sum()", 3.0)
+    (g,) = torch.autograd.grad(x ** 3, x)
+    checks.expect(g, 27.0, "plain: subject of a returned gradient")
+    assert (last().function, last().x, last().how) == ("x ** 3", 3.0, "returned")
+    # Not a gradient: the record names the value's own expression, and no input.
+    checks.expect(x.is_leaf, True, "plain: not a gradient")
+    assert (last().function, last().x) == ("x.is_leaf", [])
+
+
+def test_a_blank_left_for_the_reader_says_what_to_fill_in_and_records_nothing(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    x = torch.tensor(2.0, requires_grad=True)
+    (x * torch.sin(x)).backward()
+    before = len(records.collected())
+    checks.expect(x.grad, lambda x: ..., "plain: a blank function", at=x)
+    checks.expect(x.grad, ..., "plain: a blank value")
+    said = capsys.readouterr().out
+    assert said.count("fill in the blank (...)") == 2 and "'plain: a blank value'" in said
+    assert len(records.collected()) == before
+
+
 def test_a_float32_tensor_as_expected_is_refused_with_the_rule() -> None:
     x = torch.tensor(3.0, requires_grad=True)
     (x * x).backward()
