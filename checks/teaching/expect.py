@@ -74,6 +74,11 @@ def _inputs(at: Any) -> tuple[Any, ...]:
                  else item.detach().to("cpu", torch.float64) for item in items)
 
 
+def _input_of(at: Any) -> torch.Tensor | None:
+    """The record's x: the input at= gives, or of several (model, X, Y) the first tensor, the data."""
+    return next((item for item in _inputs(at) if isinstance(item, torch.Tensor)), None)
+
+
 def expected_value(expected: Expected, at: Any = None) -> torch.Tensor | bool | None | type(Ellipsis):
     """The expectation in float64 on the CPU, by the rules of the module doc."""
     if expected is None or isinstance(expected, bool):
@@ -169,7 +174,8 @@ def expect(value: Any, expected: Expected, label: str, *, at: Any = None, tolera
     if reason:
         message += f"\n{DECLARED}{reason}"
     function, leaf = provenance.subject(arguments[0] if arguments else "", frame, history)
-    x = _listed(_inputs(at)[0]) if isinstance(at, torch.Tensor) else _listed(_inputs(leaf)[0]) if leaf is not None else []
+    given = _input_of(at) if at is not None else leaf.detach().to("cpu", torch.float64) if leaf is not None else None
+    x = _listed(given) if given is not None else []
     record = Record(
         check=label, function=function or (arguments[0] if arguments else "value"), x=x,
         input_shape=list(observed.shape) if isinstance(observed, torch.Tensor) else [],

@@ -278,9 +278,10 @@ def _binding(name: str, history: Sequence[str]) -> ast.AST | None:
 
 
 def source_before(frame: FrameType) -> str:
-    """The calling file's (or cell's) source up to the calling line."""
+    """The calling file's (or cell's) source up to the end of the calling statement (a call may span lines)."""
     lines = source_lines(frame.f_code.co_filename)
-    return "".join(lines[:frame.f_lineno])
+    node = statement_at("".join(lines), frame.f_lineno) if lines else None
+    return "".join(lines[:max(frame.f_lineno, getattr(node, "end_lineno", 0) or 0)])
 
 
 def words(how: str, observed: object = 0) -> str:
@@ -316,8 +317,8 @@ def subject(expression: str, frame: FrameType, history: Sequence[str]) -> tuple[
     except SyntaxError:
         return "", None
     output = leaf = None
-    if isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.value, ast.Name):
-        leaf = node.value.id
+    if isinstance(node, ast.Attribute) and node.attr == "grad" and _dotted(node.value):
+        leaf = ast.unparse(node.value)  # x, or a module's parameter: model.weight
         output = _last_backward(history)
     elif isinstance(node, ast.Name):
         bound = _binding(node.id, history)
@@ -329,10 +330,24 @@ def subject(expression: str, frame: FrameType, history: Sequence[str]) -> tuple[
             inputs = call.args[1]
             inputs = inputs.elts[0] if isinstance(inputs, (ast.Tuple, ast.List)) and len(inputs.elts) == 1 else inputs
             leaf = inputs.id if isinstance(inputs, ast.Name) else None
-    value = frame.f_locals.get(leaf, frame.f_globals.get(leaf)) if leaf else None
+    value = _looked_up(leaf, frame) if leaf else None
     if output is None or not isinstance(value, torch.Tensor):
         return "", None
     return _written_out(output, leaf, history), value
+
+
+def _dotted(node: ast.AST) -> bool:
+    """A name, or attributes of one (model.weight)."""
+    return isinstance(node, ast.Name) or isinstance(node, ast.Attribute) and _dotted(node.value)
+
+
+def _looked_up(dotted: str, frame: FrameType) -> object:
+    """The object a dotted name names in the frame (None where it names nothing): read, never evaluated."""
+    first, *attributes = dotted.split(".")
+    value = frame.f_locals.get(first, frame.f_globals.get(first))
+    for attribute in attributes:
+        value = getattr(value, attribute, None)
+    return value
 
 
 def _last_backward(history: Sequence[str]) -> ast.AST | None:
@@ -354,7 +369,7 @@ def _written_out(output: ast.AST, leaf: str, history: Sequence[str]) -> str:
 
     class Expand(ast.NodeTransformer):
         def visit_Name(self, name: ast.Name) -> ast.AST:  # noqa: N802 (ast's naming)
-            bound = _binding(name.id, history) if name.id != leaf else None
+            bound = _binding(name.id, history) if name.id != leaf.split(".")[0] else None
             if isinstance(bound, ast.Assign) and len(bound.targets) == 1 and isinstance(bound.targets[0], ast.Name):
                 return bound.value
             return name

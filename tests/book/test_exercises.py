@@ -85,14 +85,55 @@ def test_solutions_are_executed_and_reach_the_ledger(book_html: Path, chapter: s
         assert not missing, f"{chapter}, {title}: solution checks missing from the ledger: {missing}"
 
 
-def unanswered(exercise: Tag, solution: Tag) -> list[str]:
-    """The solution's records that check a function or an input the exercise does not name."""
-    named = {code.get_text() for code in exercise.find_all("code")}
+def normalized(code: str) -> str:
+    """Code as Python reads it (x**3 and x ** 3 alike; exp(x) and torch.exp(x) alike), or as written where it
+    is not an expression."""
+    try:
+        return re.sub(r"\btorch\.", "", ast.unparse(ast.parse(code.strip(), mode="eval")))
+    except SyntaxError:
+        return code.strip()
+
+
+def named_code(exercise: Tag) -> tuple[set[str], dict[str, torch.Tensor]]:
+    """What the exercise names (its code spans; both sides of each assignment it writes, in its text or its
+    cells) and the tensors that code computes from the inputs it states (h = 2*x from x = [1.0, -2.0])."""
+    spans = [code.get_text() for code in exercise.find_all("code")]
+    named = {normalized(span) for span in spans}
     named |= set(re.findall(r'function="([^"]+)"', " ".join(code_cells(exercise))))
-    inputs = stated_inputs(exercise)
+    values: dict[str, torch.Tensor] = {}
+    for source in [*spans, *code_cells(exercise)]:
+        try:
+            statements = ast.parse(source).body
+        except SyntaxError:
+            continue
+        for statement in statements:
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                    and isinstance(statement.targets[0], ast.Name):
+                named.add(normalized(ast.unparse(statement.value)))
+                try:
+                    value = eval(compile(ast.Expression(statement.value), "exercise", "eval"),  # noqa: S307
+                                 {"torch": torch, **values})
+                    values[statement.targets[0].id] = torch.as_tensor(value, dtype=torch.float64)
+                except Exception:  # noqa: BLE001 (code that needs more than the stated inputs: not an input)
+                    pass
+    return named, values
+
+
+def unanswered(exercise: Tag, solution: Tag) -> list[str]:
+    """The solution's records that check a function or an input the exercise does not name. A record of an
+    error (checks.raises) names the statement that raised: one of the calls the exercise names."""
+    named, values = named_code(exercise)
+    inputs = stated_inputs(exercise) + list(values.values())
     found = []
     for record in embedded_records(solution):
-        if record["function"] not in named:
+        if record["gradient_formula"].startswith("raises "):
+            calls = {f"{call}()" for call in re.findall(r"\.?(\w+)\(", record["function"])}
+            if not calls & {name.rsplit(".", 1)[-1] for name in named} and not any(
+                    normalized(record["function"]) in name for name in named):
+                found.append(f"solution expects {record['function']!r} to raise; the exercise names {sorted(named)}")
+            continue
+        # A demonstration (an expected failure) may check the wrong thing on purpose; its input is still stated.
+        if normalized(record["function"]) not in named and not record["expected_failure"]:
             found.append(f"solution checks {record['function']!r}, the exercise names {sorted(named)}")
         x = torch.tensor(record["x"], dtype=torch.float64)
         # A record keeps its input as its dtype holds it (0.1 in float16 is 0.0999755859375).

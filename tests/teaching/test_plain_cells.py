@@ -56,6 +56,14 @@ def test_a_record_names_the_function_and_input_the_code_differentiated() -> None
     (g,) = torch.autograd.grad(x ** 3, x)
     checks.expect(g, 27.0, "plain: subject of a returned gradient")
     assert (last().function, last().x, last().how) == ("x ** 3", 3.0, "returned")
+    # A module's parameter: the loss written out; the record's x is the batch at= gives first.
+    model = torch.nn.Linear(2, 1, bias=False)
+    X, Y = torch.tensor([[1.0, 2.0]]), torch.tensor([[0.5]])
+    loss = ((model(X) - Y) ** 2).sum()
+    loss.backward()
+    checks.expect(model.weight.grad, lambda m, X, Y: 2 * (m(X) - Y).T @ X, "plain: subject of a parameter",
+                  at=(model, X, Y))
+    assert (last().function, last().x, last().verdict) == ("((model(X) - Y) ** 2).sum()", [[1.0, 2.0]], "pass")
     # Not a gradient: the record names the value's own expression, and no input.
     checks.expect(x.is_leaf, True, "plain: not a gradient")
     assert (last().function, last().x) == ("x.is_leaf", [])
