@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import CheckInputError
-from ..teaching.display import (RECORDS_MIME, allowance_at, cell_text, data_label, format_value, mismatched_indices,
+from ..teaching.display import (RECORDS_MIME, allowance_at, cell_text, format_value, mismatched_indices,
                                 percent, vector_html)
 from ..teaching.records import OUTCOMES, PROBLEMS, STATUSES, WEAK_ABOVE, Record, is_weak, status
 from .fingerprint import components, digest as json_digest
@@ -597,28 +597,35 @@ def _table_html(entries: Sequence[Entry], link: Callable[[Entry], str]) -> str:
         + "</tr>"
         for item, record in ((item, Record.from_dict(item)) for item in entries)
     )
-    return (f'<div class="checks-ledger-table checks-table-box"><table class="checks-table checks-ledger">'
+    return (_labels_style() + f'<div class="checks-ledger-table checks-table-box"><table class="checks-table checks-ledger">'
             f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>")
 
 
+def _labels_style() -> str:
+    """Each column's heading, for checks.css to show beside its cell where a row is a card (a phone): once per
+    column, not once per cell (a data-label on each of hundreds of rows would double the page's weight)."""
+    rules = "".join(f"table.checks-ledger>tbody>tr>td:nth-child({number}){{--checks-label:{json.dumps(name)}}}"
+                    for number, name in enumerate(COLUMNS.values(), start=1))
+    return f"<style>{rules}</style>"
+
+
 def _ledger_cell(key: str, item: Entry, record: Record, link: Callable[[Entry], str]) -> str:
-    labelled = data_label(COLUMNS[key])  # the cell's heading, shown beside it where a row is a card (a phone)
     if key == "status":
-        return f'<td class="checks-verdict"{labelled}>{html.escape(status_of(item))}</td>'
+        return f'<td class="checks-verdict">{html.escape(status_of(item))}</td>'
     if key == "chapter":
-        return (f'<td class="checks-chapter"{labelled}><a href="{html.escape(link(item))}">'
+        return (f'<td class="checks-chapter"><a href="{html.escape(link(item))}">'
                 f'{html.escape(item["chapter"])}</a></td>')
     if key == "how":
         text = item["how"] + (f" ({item['method']})" if item.get("method") else "")
-        return (f'<td class="checks-how" title="{html.escape(cell_text("how", record))}"{labelled}>'
+        return (f'<td class="checks-how" title="{html.escape(cell_text("how", record))}">'
                 f"{html.escape(text)}</td>")
     if key in ("analytical_gradient", "observed_gradient"):
         # Mismatched elements are marked; their list by index is on the chapter's page, a click away.
         # Sorting and searching read the value's text, not the folded markup.
-        return (f'<td class="checks-{key}" data-order="{html.escape(cell_text(key, record))}"{labelled}>'
+        return (f'<td class="checks-{key}" data-order="{html.escape(cell_text(key, record))}">'
                 f"{vector_html(getattr(record, key), mismatched_indices(record))}</td>")
     if key == "abs_error":
-        return (f'<td class="checks-abs_error-rel_error" data-order="{record.abs_error}"{labelled}>abs '
+        return (f'<td class="checks-abs_error-rel_error" data-order="{record.abs_error}">abs '
                 f"{html.escape(cell_text('abs_error', record))}<br>rel {html.escape(cell_text('rel_error', record))}"
                 f'<span class="checks-allowed">allowed {html.escape(cell_text("tolerance", record))}</span></td>')
     if key == "detectable_relative_error":
@@ -626,10 +633,10 @@ def _ledger_cell(key: str, item: Entry, record: Record, link: Callable[[Entry], 
         text = "none" if value is None else f"{value:.2g}" + (f" ({percent(value)})" if value >= 1e-3 else "")
         at = f"<br>at {html.escape(str(record.detectable_index))}" if value is not None and record.detectable_index else ""
         return (f'<td class="checks-detectable" data-order="{-1 if value is None else value}" '
-                f'title="{html.escape(cell_text(key, record))}"{labelled}>{html.escape(text)}{at}</td>')
+                f'title="{html.escape(cell_text(key, record))}">{html.escape(text)}{at}</td>')
     if key == "weak":
-        return f'<td class="checks-weak-flag"{labelled}>{WEAK_WORDS[record.weak, bool(record.weak_reason)]}</td>'
-    return f'<td class="checks-{key}"{labelled}>{html.escape(cell_text(key, record))}</td>'
+        return f'<td class="checks-weak-flag">{WEAK_WORDS[record.weak, bool(record.weak_reason)]}</td>'
+    return f'<td class="checks-{key}">{html.escape(cell_text(key, record))}</td>'
 
 
 def _table_script(table_library: str) -> str:

@@ -288,12 +288,12 @@ MEASURE_JS = """() => {
             const ratio = contrast(over(parse(getComputedStyle(element).color), back), back);
             text.push({text: label(element), ratio, size: parseFloat(getComputedStyle(element).fontSize)});
         }
-        // Text a stylesheet adds (a card's column heading, data-label) is read too.
-        for (const element of box.querySelectorAll("td[data-label]")) {
+        // Text a stylesheet adds (a card's column heading) is read too.
+        for (const element of box.querySelectorAll("td")) {
             const before = getComputedStyle(element, "::before");
             if (!visible(element) || !before.content || before.content === "none" || before.content === "normal") continue;
             const back = background(element);
-            text.push({text: "label " + element.dataset.label, size: parseFloat(before.fontSize),
+            text.push({text: "label " + before.content, size: parseFloat(before.fontSize),
                        ratio: contrast(over(parse(before.color), back), back)});
         }
     }
