@@ -333,7 +333,16 @@ def subject(expression: str, frame: FrameType, history: Sequence[str]) -> tuple[
     value = _looked_up(leaf, frame) if leaf else None
     if output is None or not isinstance(value, torch.Tensor):
         return "", None
-    return _written_out(output, leaf, history), value
+    function = _written_out(output, leaf, history)
+    if isinstance(value, torch.nn.Parameter):
+        # A module's parameter is where the loss is differentiated, not where it was asked for: the input is
+        # the data the loss reads (x in model(x).sum()), as at=(model, x, y) gives it.
+        names = sorted((name for name in ast.walk(ast.parse(function, mode="eval")) if isinstance(name, ast.Name)),
+                       key=lambda name: name.col_offset)  # as written: X before Y in (model(X) - Y)
+        data = (_looked_up(name.id, frame) for name in names)
+        value = next((item for item in data if isinstance(item, torch.Tensor)
+                      and not isinstance(item, torch.nn.Parameter)), value)
+    return function, value
 
 
 def _dotted(node: ast.AST) -> bool:

@@ -433,7 +433,7 @@ def test_every_notebook_runs_top_to_bottom_alone_in_a_fresh_environment(book_htm
             if "skip-execution" in tags(source):
                 cell = next(cell for cell in executed.cells if cell.source == source.source)
                 said = " ".join(str(output.get("data", {}).get("text/plain", output.get("text", ""))) for output in cell.outputs)
-                assert "fill in the blanks" in said, f"{chapter}: the blank exercise said {said!r}"
+                assert "fill in the blank" in said, f"{chapter}: the blank exercise said {said!r}"
 
 
 def test_the_install_cell_installs_checks_from_a_git_url(book_html: Path, tmp_path: Path) -> None:

@@ -64,6 +64,11 @@ def test_a_record_names_the_function_and_input_the_code_differentiated() -> None
     checks.expect(model.weight.grad, lambda m, X, Y: 2 * (m(X) - Y).T @ X, "plain: subject of a parameter",
                   at=(model, X, Y))
     assert (last().function, last().x, last().verdict) == ("((model(X) - Y) ** 2).sum()", [[1.0, 2.0]], "pass")
+    # Without at=, the input is still the data the loss reads, not the parameter's random values.
+    model.zero_grad()
+    ((model(X) - Y) ** 2).sum().backward()
+    checks.expect(model.weight.grad, (2 * (model(X) - Y).T @ X).tolist(), "plain: parameter read without at=")
+    assert (last().function, last().x) == ("((model(X) - Y) ** 2).sum()", [[1.0, 2.0]])
     # Not a gradient: the record names the value's own expression, and no input.
     checks.expect(x.is_leaf, True, "plain: not a gradient")
     assert (last().function, last().x) == ("x.is_leaf", [])
