@@ -139,8 +139,12 @@ def test_search_finds_autograd_grad(site: str, tab) -> None:
     results = tab.eval_on_selector_all("#search-results ul.search li a", "links => links.map(a => a.href)")
     chapters = [href for href in results if "/book/" in href]
     assert chapters, results
-    tab.goto(chapters[0].split("?")[0])
-    assert "autograd.grad" in tab.inner_text("main")
+    # Among the first chapters found, one whose text says it (the index also matches autograd and grad apart).
+    found = []
+    for href in chapters[:5]:
+        tab.goto(href.split("?")[0])
+        found.append("autograd.grad" in tab.inner_text("main"))
+    assert any(found), chapters[:5]
     assert not tab.problems, tab.problems
 
 
