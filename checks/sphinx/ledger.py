@@ -515,28 +515,32 @@ def ledger_html(entries: Sequence[Entry], *, link: Callable[[Entry], str], json_
 
 
 def _measurements_html(measured: Sequence[Entry], link: Callable[[Entry], str]) -> str:
-    """The measurements' runs by chapter, study, how, dtype and device, with their outcomes counted ("" if none)."""
+    """The measurements' runs, study by study (its chapter and what it measures, once), counted by how, dtype
+    and device and outcome ("" if none)."""
     if not measured:
         return ""
-    groups: dict[tuple[str, str, str, str, str], Counter[str]] = {}
+    studies: dict[tuple[str, str], dict[tuple[str, str, str], Counter[str]]] = {}
     first: dict[str, Entry] = {}
     for item in measured:
         first.setdefault(item["chapter"], item)
-        key = (item["chapter"], item["measurement"], item["how"], item["dtype"], item["device"])
-        groups.setdefault(key, Counter())[item["verdict"] or "planned"] += 1
-    outcomes = [outcome for outcome in OUTCOMES if any(outcome in counts for counts in groups.values())]
-    head = ("<th>chapter</th><th>measurement</th><th>how</th><th>dtype</th><th>device</th><th>runs</th>"
+        runs = studies.setdefault((item["chapter"], item["measurement"]), {})
+        runs.setdefault((item["how"], item["dtype"], item["device"]), Counter())[item["verdict"] or "planned"] += 1
+    outcomes = [outcome for outcome in OUTCOMES
+                if any(outcome in counts for runs in studies.values() for counts in runs.values())]
+    head = ("<th>how</th><th>dtype</th><th>device</th><th>runs</th>"
             + "".join(f"<th>{html.escape(outcome)}</th>" for outcome in outcomes))
-    rows = "".join(
-        f'<tr><td><a href="{html.escape(link(first[chapter]).split("#")[0])}">{html.escape(chapter)}</a></td>'
-        f"<td>{html.escape(study)}</td><td>{html.escape(how)}</td><td>{html.escape(dtype)}</td>"
-        f"<td>{html.escape(device)}</td><td>{sum(counts.values())}</td>"
-        + "".join(f"<td>{counts.get(outcome, 0)}</td>" for outcome in outcomes) + "</tr>"
-        for (chapter, study, how, dtype, device), counts in groups.items())
+    tables = ""
+    for (chapter, study), runs in studies.items():
+        rows = "".join(
+            f"<tr><td>{html.escape(how)}</td><td>{html.escape(dtype)}</td><td>{html.escape(device)}</td>"
+            f"<td>{sum(counts.values())}</td>" + "".join(f"<td>{counts.get(outcome, 0)}</td>" for outcome in outcomes)
+            + "</tr>" for (how, dtype, device), counts in runs.items())
+        tables += (f'<p class="checks-study"><a href="{html.escape(link(first[chapter]).split("#")[0])}">'
+                   f"{html.escape(chapter)}</a>: {html.escape(study)}</p>"
+                   f'<div class="checks-table-box"><table class="checks-counts checks-ledger-measurements">'
+                   f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>")
     return (f'<p class="checks-ledger-measurements-intro">Measurements: {len(measured)} runs whose outcome is a '
-            f"finding, not a check of the book, tallied here; each run is a record of the JSON.</p>"
-            f'<div class="checks-table-box"><table class="checks-counts checks-ledger-measurements">'
-            f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>")
+            f"finding, not a check of the book, tallied by study; each run is a record of the JSON.</p>{tables}")
 
 
 def _summary_html(entries: Sequence[Entry], json_href: str) -> str:

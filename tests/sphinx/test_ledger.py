@@ -123,9 +123,10 @@ def test_a_study_s_runs_are_tallied_not_listed_and_still_counted() -> None:
                          "html.parser")
     assert len(soup.select("table.checks-ledger tbody tr")) == 2
     (tally,) = soup.select("table.checks-ledger-measurements tbody tr")
-    cells = dict(zip([th.get_text() for th in soup.select("table.checks-ledger-measurements th")],
+    assert soup.select_one("p.checks-study").get_text().endswith(": a run of a study")
+    cells = dict(zip([th.get_text() for th in soup.select("table.checks-ledger-measurements thead th")],
                      [td.get_text() for td in tally.select("td")]))
-    assert (cells["measurement"], cells["runs"], cells["pass"], cells["fail"]) == ("a run of a study", "2", "1", "1")
+    assert (cells["how"], cells["runs"], cells["pass"], cells["fail"]) == ("stored", "2", "1", "1")
     assert "4 checks in this build" in soup.select_one("div.checks-ledger-summary").get_text(" ", strip=True)
 
 
