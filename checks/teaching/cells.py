@@ -11,7 +11,7 @@ samplers, such as a layer's uniform initialisation, may draw differently per dty
 The reader's run is the one a person at a prompt gets: PyTorch's default dtype on the CPU; it must be one
 of those asked for. checks.expect and checks.raises report their records here (report()); after the cell
 the rows of all its runs are displayed together, one table per cell. Without each_cell (a plain prompt, a
-script) each record is printed as one line of text instead.
+script) each record is printed as one line of text instead, its verdict in colour in a terminal or a notebook.
 
 An error in a shadow fails the cell, like one in the reader's run, with a note naming the dtype and device.
 """
@@ -30,17 +30,18 @@ from ..core.devices import resolve_devices
 from ..core.dtypes import dtype_name, to_dtype
 from ..core.errors import CheckInputError
 from .records import Record
-from .rows import Rows, line
+from .rows import Rows, in_colour, line
 
 _active: Engine | None = None
 
 
 def report(record: Record) -> None:
-    """A check's record: into the current cell's rows when each_cell is active, else printed as a line."""
+    """A check's record: into the current cell's rows when each_cell is active, else printed as a line (its
+    mark and verdict in colour where the line is shown in colour: a terminal, a notebook)."""
     if _active is not None:
         _active.rows.append(record)
     else:
-        print(line(record))
+        print(line(record, colour=in_colour()))
 
 
 def history() -> list[str]:

@@ -599,8 +599,11 @@ def _change_words(change: dict[str, Any]) -> str:
 
 # A failure record's layout, inline where JupyterLab's own styles would undo checks.css's (a notebook has no
 # checks.css): JupyterLab floats <dt> and <dd> at 20 % and 80 % of the width, so a long label wraps and its
-# value drifts right, and it breaks <pre> text anywhere, mid-word. On a phone checks.css stacks the list.
-DL_STYLE = "display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 0.1em 0.8em; margin: 0.2em 0"
+# value drifts right, and it breaks <pre> text anywhere, mid-word. A label stands at the top of its row, beside
+# its value's first line (a grid stretches each item to its row's height, the value's lines). On a phone
+# checks.css stacks the list.
+DL_STYLE = ("display: grid; grid-template-columns: max-content minmax(0, 1fr); align-items: start; "
+            "gap: 0.1em 0.8em; margin: 0.2em 0")
 DT_STYLE = "float: none; width: auto; margin: 0; padding: 0"
 DD_STYLE = "float: none; width: auto; margin: 0; padding: 0; overflow-wrap: anywhere"
 PRE_STYLE = "word-break: normal"

@@ -4,6 +4,8 @@ At a Python prompt each check prints one line:
 
     ✓ pass  d/dx x·x = 2x at 3: expected 6, observed 6 (float32, cpu)
 
+its mark and verdict in the outcome's colour in a terminal or a notebook (plain text into a file or a pipe).
+
 In a page, the rows of one cell (one per check, dtype and device) are shown together after the cell: a
 compact table (verdict, check with how its value was produced, expected, observed, dtype · device), which
 checks.css lays out as cards on a phone; under it, one box per failed check with the words a learner would search for
@@ -15,7 +17,10 @@ from __future__ import annotations
 
 import html
 import json
+import os
+import sys
 from collections.abc import Sequence
+from typing import TextIO
 
 from .display import data_label, embed, environment_items, failure_anchor, format_value, table_box, vector_html
 from .provenance import raised_words, words
@@ -81,10 +86,47 @@ def observed_text(record: Record) -> str:
     return "None" if record.observed_gradient is None else format_value(record.observed_gradient)
 
 
-def line(record: Record) -> str:
-    """One line of text for a check: verdict, label, expected, observed, dtype and device, the slip seen."""
+# A printed line's mark and verdict in the colour of its outcome, as the page's tables colour them (green a pass,
+# red a problem, orange a demonstration): ANSI escape codes, which a terminal and a notebook's output (JupyterLab,
+# Colab, VS Code) show as colours. Green and red are the terminal's own (they follow its theme); orange is
+# colour 130 of the 256 (#af5f00), where the 16 have only a yellow that is hard to read on white.
+LINE_COLOURS = {
+    "pass": "32",
+    "unexpected failure": "31",
+    "unexpected pass": "31",
+    "unexpected inconclusive": "31",
+    "expected failure": "38;5;130",
+    "expected inconclusive": "38;5;130",
+}
+
+
+def in_colour(stream: TextIO | None = None) -> bool:
+    """Whether lines printed to stream (sys.stdout) are shown in colour: in a terminal, or in a notebook (the
+    stream of an IPython kernel, whose front end renders ANSI codes); never into a file or a pipe, nor where
+    the NO_COLOR environment variable is set (no-color.org)."""
+    stream = sys.stdout if stream is None else stream
+    if os.environ.get("NO_COLOR"):
+        return False
+    if type(stream).__module__.split(".")[0] == "ipykernel":
+        return True
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
+def line(record: Record, colour: bool = False) -> str:
+    """One line of text for a check: verdict, label, expected, observed, dtype and device, the slip seen.
+
+    With colour, the mark and verdict are wrapped in the ANSI codes of the outcome's colour (LINE_COLOURS);
+    the text is the same.
+    """
     mark = MARKS.get(str(record.verdict), "·")
-    text = (f"{mark} {verdict_words(record)}  {record.check}: expected {expected_text(record)}, "
+    verdict = f"{mark} {verdict_words(record)}"
+    code = LINE_COLOURS.get(str(record.status)) if colour else None
+    if code:
+        verdict = f"\033[{code}m{verdict}\033[0m"
+    text = (f"{verdict}  {record.check}: expected {expected_text(record)}, "
             f"observed {observed_text(record)} ({record.dtype}, {record.device})")
     found = diagnosis_of(record)
     return f"{text} — {found}" if found and record.verdict != "pass" else text

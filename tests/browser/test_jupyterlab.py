@@ -5,11 +5,11 @@ What is measured, per notebook: it opens unchanged (JupyterLab marks nothing to 
 without an error; each exercise is followed by a cell to work in, in view and editable, and no solution's
 output (a check's verdict or failure record) shows within the exercise; the solutions come after every
 exercise; the environment line (where the text's numbers came from) is under the title; every failure record
-shows each label beside its value; every verdict carries its mark (✓/✗) and a colour of its own; a record's
-summary breaks lines at spaces only. One JupyterLab server serves every notebook, two run at a time (each in
-a browser context and workspace of its own, with its own kernel, shut down when it is done); the server is
-bound to 127.0.0.1 on a free port, with a token, and stopped at the end. Screenshots of two notebooks at
-1280 px go to _build/screenshots/jupyterlab-*.png.
+shows each label beside its value; every verdict, in a table or a check's printed line, carries its mark
+(✓/✗) and a colour of its own; a record's summary breaks lines at spaces only. One JupyterLab server serves
+every notebook, two run at a time (each in a browser context and workspace of its own, with its own kernel,
+shut down when it is done); the server is bound to 127.0.0.1 on a free port, with a token, and stopped at the
+end. Screenshots of two notebooks at 1280 px go to _build/screenshots/jupyterlab-*.png.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import nbformat
 import pytest
 
 from checks.sphinx.notebooks import WORK_TAG
-from ..toc import toc_chapters
+from ..toc import ROOT, toc_chapters
 
 # Without Playwright the browser fixture skips (tests/chromium.py); these names are needed before it runs.
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright's Python package is not installed")
@@ -95,8 +95,10 @@ def lab(book_html: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[L
         (base / "settings" / name).parent.mkdir(parents=True, exist_ok=True)
         (base / "settings" / name).write_text(json.dumps(settings), encoding="utf-8")
     token, port = os.urandom(16).hex(), _free_port()
+    # The kernels import `checks` from this checkout, whatever else is installed (as the book's build does,
+    # tests/conftest.py): the notebooks run the code under test.
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(base / "config"), "JUPYTER_DATA_DIR": str(base / "data"),
-           "JUPYTER_RUNTIME_DIR": str(base / "runtime"), "PYTHONPATH": ""}
+           "JUPYTER_RUNTIME_DIR": str(base / "runtime"), "PYTHONPATH": str(ROOT)}
     with open(base / "server.log", "wb") as log:
         server = subprocess.Popen(
             [sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser", "--ServerApp.ip=127.0.0.1",
@@ -132,6 +134,23 @@ MEASURE_JS = r"""() => {
     const scroller = panel.querySelector(".jp-WindowedPanel-outer") || panel;
     const top = element => element.getBoundingClientRect().top + scroller.scrollTop;
     const shown = element => { const r = element.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+    // A check printed as a line of text (checks.expect without checks.each_cell, whose table the book shows):
+    // "✓ pass  label: expected 6, observed 6 (float32, cpu)"; its verdict's colour is that of the element
+    // holding the verdict's word, the text's colour that of the output's <pre>.
+    const printed = cell => [...cell.querySelectorAll(".jp-OutputArea-output pre")].flatMap(pre => {
+        const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+        const nodes = [];  // each text node, with where it starts in the output's text
+        let length = 0;
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) { nodes.push([node, length]); length += node.data.length; }
+        const text = nodes.map(([node]) => node.data).join("");
+        const colourAt = index => {
+            const [node] = nodes.find(([node, start]) => start <= index && index < start + node.data.length);
+            return getComputedStyle(node.parentElement).color;
+        };
+        return [...text.matchAll(/^(?:\S )?(pass|fail|inconclusive)\b.*: expected .*, observed .*$/gm)].map(found => ({
+            text: found[0].split("  ")[0], colour: colourAt(found.index + found[0].indexOf(found[1])),
+            textColour: getComputedStyle(pre).color}));
+    });
     const cells = [...panel.querySelectorAll(".jp-Cell")].map(cell => {
         const input = cell.querySelector(".jp-Cell-inputWrapper");
         const editor = cell.querySelector(".jp-InputArea-editor");
@@ -142,11 +161,11 @@ MEASURE_JS = r"""() => {
             text: (cell.querySelector(".jp-RenderedMarkdown") || {}).innerText || "",
             editable: !!editor && shown(editor) && !!cell.querySelector(".cm-content[contenteditable=true]"),
             outputText: output ? output.innerText : "",
-            verdicts: [...cell.querySelectorAll("td.checks-verdict")].map(td => {
+            verdicts: [...[...cell.querySelectorAll("td.checks-verdict")].map(td => {
                 const other = td.parentElement.querySelector("td:not(.checks-verdict)");
                 return {text: td.innerText.trim(), colour: getComputedStyle(td).color,
                         textColour: other ? getComputedStyle(other).color : ""};
-            }),
+            }), ...printed(cell)],
             failures: cell.querySelectorAll("div.checks-failure").length,
         };
     });

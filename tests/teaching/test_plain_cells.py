@@ -3,7 +3,9 @@ checks.each_cell re-running every cell per dtype in shadow namespaces (an IPytho
 
 from __future__ import annotations
 
+import io
 import math
+import sys
 
 import pytest
 import torch
@@ -11,7 +13,7 @@ import torch
 import checks
 from checks.core.errors import CheckInputError
 from checks.teaching import cells, records
-from checks.teaching.rows import Rows, line, rows_html
+from checks.teaching.rows import Rows, in_colour, line, rows_html
 
 
 def last() -> records.Record:
@@ -28,6 +30,37 @@ def test_a_pass_prints_one_readable_line(capsys: pytest.CaptureFixture[str]) -> 
     assert (record.verdict, record.how, record.dtype, record.analytical_gradient, record.observed_gradient) == (
         "pass", "stored", "float32", 6.0, 6.0)
     assert record.gradient_formula == "6.0" and "checks.expect(x.grad, 6.0" in record.code["cell"]
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_printed_line_colours_its_verdict_where_it_shows_in_colour(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = torch.tensor(2.0, requires_grad=True)
+    (x * torch.sin(x)).backward()
+    checks.expect(x.grad, lambda x: x * torch.cos(x), "plain: colours, a demonstration", at=x, expected_failure="a demo")
+    demonstration = last()
+    checks.expect(x.grad, 0.0, "plain: colours, a problem")
+    problem = last()
+    checks.expect(x.grad, x.grad.item(), "plain: colours, a pass")
+    passed = last()
+    # The mark and verdict in the outcome's colour (ANSI codes), the words the same as the plain line's.
+    assert line(passed, colour=True) == line(passed).replace("✓ pass", "\033[32m✓ pass\033[0m", 1)
+    assert line(problem, colour=True).startswith("\033[31m✗ fail\033[0m  plain: colours, a problem: expected 0")
+    assert line(demonstration, colour=True).startswith("\033[38;5;130m✗ fail, as declared: a demo\033[0m  ")
+    # In colour in a terminal and in a notebook (an IPython kernel's stream), never into a file or a pipe.
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert in_colour(_Tty()) and not in_colour(io.StringIO())
+    kernel_stream = type("OutStream", (io.StringIO,), {"__module__": "ipykernel.iostream"})()
+    assert in_colour(kernel_stream)
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not in_colour(_Tty()) and not in_colour(kernel_stream)
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setattr("sys.stdout", _Tty())
+    checks.expect(x.grad, x.grad.item(), "plain: colours, printed")
+    assert sys.stdout.getvalue().startswith("\033[32m✓ pass\033[0m  plain: colours, printed: expected ")
 
 
 def test_a_function_expectation_is_evaluated_in_float64_at_the_input_the_dtype_holds() -> None:
