@@ -41,7 +41,12 @@ _LIBRARY = {
 _TEACHING = {
     "AnalyticalMatrix": "teaching.higher",
     "Expectation": "teaching.expectations",
+    "each_cell": "teaching.cells",
     "execute": "teaching.execute",
+    "expect": "teaching.expect",
+    "raises": "teaching.expect",
+    "recorded": "teaching.expect",
+    "records_of": "teaching.expect",
     "Plan": "teaching.plan",
     "plan": "teaching.plan",
     "witness": "teaching.plan",

@@ -92,7 +92,7 @@ class Verified:
 
 def verify(html: Path) -> Verified:
     """`python -m checks html`, by the command's own main() in this process: the same answer without a new
-    Python importing torch for every call (tests/test_ledger.py runs it once as a module)."""
+    Python importing torch for every call (tests/sphinx/test_ledger.py runs it once as a module)."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         returncode = checks.__main__.main([str(html)])

@@ -14,8 +14,10 @@ LEDGER = "book/ledger"
 API = "book/api"
 # The words the book coins, defined: a reference page, executing nothing.
 GLOSSARY = "book/glossary"
+# What a learner sees (a value, an error message) -> the section that explains it: an index, executing nothing.
+SYMPTOMS = "book/symptoms"
 # Pages of the book that are not chapters: they execute no checks and have no exercises.
-REFERENCE = (GLOSSARY, API, LEDGER)
+REFERENCE = (SYMPTOMS, GLOSSARY, API, LEDGER)
 
 
 def _files(entries: list[dict[str, Any]]) -> list[str]:

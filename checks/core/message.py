@@ -99,7 +99,7 @@ def message(report: CheckReport, limit: int = 3) -> str:
     total = report.autograd.numel()
     signature = report.call or f"f({', '.join(a.name for a in report.arguments)})"
     how = f"{report.method} ({report.mode} mode)"
-    elements = report.elements()
+    elements = report.elements("fail", "inconclusive")
     wrong = [e for e in elements if e.verdict == "fail"]
     unsure = [e for e in elements if e.verdict == "inconclusive"]
     head = {"fail": "are not close!", "inconclusive": "could not be judged!", "pass": "are close."}

@@ -1,6 +1,6 @@
 """The pytest plugin of gradient-checks: a gradient check in every dtype and on every device, from one test.
 
-Installed with the package (entry point `pytest11`), it gives three fixtures and a marker:
+Installed with the package (entry point `pytest11`), it gives three fixtures and a marker::
 
     def test_swish(check_gradients):
         x = torch.linspace(-2, 2, 5)
@@ -12,7 +12,7 @@ floating-point (and complex) tensor argument to the test's dtype and device, int
 and raises as checks.assert_gradients does (options such as atol=, mode=, order= pass through);
 check_gradients.module(module, loss, *args) does the same for a module's parameters and inputs (on a
 copy of the module). grad_dtype and grad_device are the test's torch.dtype and device name, for a test
-that builds its inputs itself. A marker narrows one test:
+that builds its inputs itself. A marker narrows one test::
 
     @pytest.mark.gradient_checks(dtypes=["float64"], devices=["cpu"])
 

@@ -67,7 +67,7 @@ class CheckReport:
     error        -- per element, the Richardson error estimate of the chosen window (built when first read)
     steps        -- per element, the finest step of the chosen window (built when first read)
     details      -- builds error and steps: for a large Jacobian each table costs what an evaluation of f does
-    levels       -- per column, how many steps were tried (3 for a smooth f)
+    levels       -- per column, how many steps were tried (FIRST_LEVELS, 4, for a smooth f: the first batch)
     kink, domain, unstable, unconfirmed, unresolved, converged -- per element: a kink found; no finite
                     estimate at any step; a mismatch that a window at smaller steps contradicts; a mismatch no
                     independent window confirms; f unchanged at every step where autograd's value is below f's
@@ -199,20 +199,28 @@ class CheckReport:
     def argument_of(self, column: int) -> Argument:
         return next(a for a in reversed(self.arguments) if a.offset <= column)
 
-    def elements(self) -> list[Element]:
-        """The per-element report, row by row (output index, then column)."""
+    def elements(self, *verdicts: str) -> list[Element]:
+        """The per-element report, row by row (output index, then column): every element, or only those whose
+        verdict is one of `verdicts` ("pass", "fail", "inconclusive"). Only the elements asked for are visited,
+        so a message about a few failures among millions of elements stays cheap."""
         mismatch, inconclusive, detectable = self.mismatch, self.inconclusive, self.detectable
+        masks = {"fail": mismatch, "inconclusive": inconclusive & ~mismatch, "pass": ~mismatch & ~inconclusive}
+        unknown = set(verdicts) - set(masks)
+        if unknown:
+            raise ValueError(f"elements(): unknown verdict {sorted(unknown)}; choose from {sorted(masks)}")
+        chosen = torch.zeros_like(mismatch)
+        for verdict in verdicts or masks:
+            chosen |= masks[verdict]
         allowed = self.allowed if self.tolerance is None else self.given_allowed
         rows = []
-        for i in range(self.autograd.shape[0]):
-            for j in range(self.autograd.shape[1]):
-                verdict = "fail" if mismatch[i, j] else "inconclusive" if inconclusive[i, j] else "pass"
-                argument = self.argument_of(j)
-                relative = float(detectable[i, j])
-                rows.append(Element(i, j, argument.name, argument.index(j), float(self.autograd[i, j]),
-                                    float(self.numerical[i, j]), float(self.error[i, j]), float(allowed[i, j]),
-                                    float(self.steps[i, j]), verdict, self.reason(i, j),
-                                    None if math.isnan(relative) else relative, float(self.allowed[i, j])))
+        for i, j in chosen.nonzero().tolist():
+            verdict = "fail" if mismatch[i, j] else "inconclusive" if inconclusive[i, j] else "pass"
+            argument = self.argument_of(j)
+            relative = float(detectable[i, j])
+            rows.append(Element(i, j, argument.name, argument.index(j), float(self.autograd[i, j]),
+                                float(self.numerical[i, j]), float(self.error[i, j]), float(allowed[i, j]),
+                                float(self.steps[i, j]), verdict, self.reason(i, j),
+                                None if math.isnan(relative) else relative, float(self.allowed[i, j])))
         return rows
 
     def summary(self) -> str:

@@ -1,7 +1,7 @@
 """The build's fingerprint: what, besides a chapter's own text, decides the numbers the book shows.
 
 The code a chapter's kernel runs (NUMBERS_SOURCE: the checker library, the teaching code, the package's entry
-and checks.cached), the versions of torch, Python, numpy and pandas, and the devices the checks run on. The
+checks.cached and the kernels' start-up file), the versions of torch, Python, numpy and pandas, and the devices the checks run on. The
 code that only renders pages or writes notebooks (the rest of checks.sphinx) is left out: an edit to it
 rebuilds the pages without executing a chapter. checks.sphinx.sphinxext re-executes every chapter when the
 fingerprint changes; the ledger is stamped with it, and `python -m checks` refuses a ledger whose fingerprint
@@ -19,7 +19,7 @@ from pathlib import Path
 # The package's folder.
 PACKAGE = Path(__file__).resolve().parents[1]
 # Relative to the package: every .py file of a folder, or the file named.
-NUMBERS_SOURCE = ("__init__.py", "core", "teaching", "sphinx/cache.py")
+NUMBERS_SOURCE = ("__init__.py", "core", "teaching", "sphinx/cache.py", "sphinx/kernel_startup.py")
 
 
 def numbers_source() -> list[Path]:

@@ -1,7 +1,10 @@
 """The ledger: every check of a build, failures first, as an HTML table and as JSON, and its verifier.
 
 An entry is a record's dictionary plus where it was shown: the chapter's title, its page and the record's
-anchor on that page, and its outcome (the verdict read with the expected-failure flag). The Sphinx
+anchor on that page, its outcome (the check's own: pass / fail / inconclusive) and its status (the outcome
+read against what the chapter declared: records.status, the one rule; the verifier recomputes it from the
+verdict and the declared flags and never trusts the stored one). Declared failures and inconclusives are
+listed; undeclared ones, and declared ones that did not happen, are problems. The Sphinx
 extension collects the entries as the chapters execute (checks.teaching.records) and writes ledger.json:
 
     {"build": {"finished": true, "fingerprint": {...}, "sources": the source folder relative to this one,
@@ -28,20 +31,22 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import CheckInputError
-from ..teaching.display import (RECORDS_MIME, allowance_at, cell_text, data_label, format_value, mismatched_indices,
+from ..teaching.display import (RECORDS_MIME, allowance_at, cell_text, format_value, mismatched_indices,
                                 percent, vector_html)
-from ..teaching.records import PROBLEMS, WEAK_ABOVE, Record, is_weak
+from ..teaching.records import OUTCOMES, PROBLEMS, STATUSES, WEAK_ABOVE, Record, is_weak, status
 from .fingerprint import components, digest as json_digest
 
 Entry = dict[str, Any]
 
 LEDGER_JSON = "ledger.json"
-# Problems first, then the demonstrations, then the passes: what needs a reader's attention is on top.
-OUTCOME_ORDER = ("unexpected failure", "unexpected pass", "expected failure", "pass", "planned")
-# The ledger table's columns: the outcome where the eye starts, then what a reader filters by (chapter,
+# Problems first, then the demonstrations, then the studies' runs, then the passes: what needs a reader's
+# attention is on top.
+STATUS_ORDER = ("unexpected failure", "unexpected inconclusive", "unexpected pass", "expected failure",
+                "expected inconclusive", "measured", "pass")
+# The ledger table's columns: the status where the eye starts, then what a reader filters by (chapter,
 # how, dtype, device), then the numbers. Expected and observed vectors are folded as in the chapters.
 COLUMNS = {
-    "outcome": "outcome",
+    "status": "outcome",
     "chapter": "chapter",
     "check": "check",
     "how": "how",
@@ -56,39 +61,46 @@ COLUMNS = {
     "weak": "weak",
 }
 # Columns the reader filters by, with a pane of their values and counts above the table.
-FILTERS = ("outcome", "chapter", "how", "dtype", "device", "weak")
+FILTERS = ("status", "chapter", "how", "dtype", "device", "weak")
 # The weak column's words: a pass whose allowance would pass a gradient more than WEAK_ABOVE wrong.
 WEAK_WORDS = {(False, False): "no", (False, True): "no", (True, True): "yes, declared", (True, False): "yes, undeclared"}
 
 
 def entry(record: Record, *, chapter: str, page: str, shown: bool = True, exercise: bool = False) -> Entry:
-    """A record as the ledger keeps it: its fields, where it is shown, and its outcome.
+    """A record as the ledger keeps it: its fields, where it is shown, its outcome and its status.
 
     anchor is the record's row on its page, or "" for a check the page executed but does not display;
     exercise says it is shown in the chapter's exercises (a solution's check).
     """
     return {**record.to_dict(), "chapter": chapter, "page": page, "anchor": record.id if shown else "",
-            "outcome": record.outcome, "weak": record.weak, "exercise": exercise}
+            "outcome": record.outcome, "status": record.status, "weak": record.weak, "exercise": exercise}
+
+
+def status_of(item: Entry) -> str:
+    """The status recomputed from the verdict and the declared flags (records.status), never the stored one."""
+    return status(item["verdict"], item["expected_failure"], item.get("expected_inconclusive", False),
+                  item.get("measurement", ""))
 
 
 def ordered(entries: Sequence[Entry]) -> list[Entry]:
-    """Failures first; within an outcome, the order of the book (sorted() is stable)."""
-    return sorted(entries, key=lambda item: OUTCOME_ORDER.index(item["outcome"]))
+    """Problems first; within a status, the order of the book (sorted() is stable)."""
+    return sorted(entries, key=lambda item: STATUS_ORDER.index(status_of(item)))
 
 
 def problems(entries: Sequence[Entry]) -> list[Entry]:
-    """Unexpected failures and expected failures that passed."""
-    return [item for item in ordered(entries) if item["outcome"] in PROBLEMS]
+    """Undeclared failures and inconclusives, and declared ones that did not happen."""
+    return [item for item in ordered(entries) if status_of(item) in PROBLEMS]
 
 
 def summary(entries: Sequence[Entry]) -> dict[str, Any]:
-    """Counts per outcome, and per device and outcome."""
+    """Counts per outcome (pass / fail / inconclusive), per status, and per device and status."""
     by_device: dict[str, Counter[str]] = {}
     for item in entries:
-        by_device.setdefault(item["device"], Counter())[item["outcome"]] += 1
+        by_device.setdefault(item["device"], Counter())[status_of(item)] += 1
     return {
         "checks": len(entries),
-        "outcomes": dict(Counter(item["outcome"] for item in entries)),
+        "outcomes": dict(Counter(item["verdict"] for item in entries)),
+        "statuses": dict(Counter(status_of(item) for item in entries)),
         "devices": {device: dict(counts) for device, counts in sorted(by_device.items())},
     }
 
@@ -165,7 +177,8 @@ def write(path: Path, entries: Sequence[Entry], build: dict[str, Any]) -> None:
 # What an entry must hold for the verifier to judge it, and the type each must have.
 REQUIRED: dict[str, type | tuple[type, ...]] = {
     "id": str, "check": str, "chapter": str, "page": str, "anchor": str, "function": str, "dtype": str,
-    "device": str, "how": str, "verdict": str, "outcome": str, "message": str, "expected_failure": bool,
+    "device": str, "how": str, "verdict": str, "outcome": str, "status": str, "message": str,
+    "expected_failure": bool,
     "executed": bool, "x": (int, float, list, dict), "gradient_formula": str, "derivative_source": str,
     # None: a pass whose expected outcome is no gradient at all (x.grad stays None, checks.witness).
     "analytical_gradient": (int, float, list, dict, type(None)),
@@ -227,12 +240,15 @@ def read(path: str | Path) -> Ledger:
         raise CheckInputError(f"{path}: the build stamp's left_out is {left_out!r}; expected a list of source files")
     for number, item in enumerate(entries):
         _require_shape(item, REQUIRED, f"{path}: check {number}")
-        if item["verdict"] not in ("pass", "fail"):
+        if item["verdict"] not in OUTCOMES:
             raise CheckInputError(f"{path}: check {number} ({item['id']}) has verdict {item['verdict']!r}; "
-                                  f"an executed check passes or fails")
-        if item["outcome"] not in OUTCOME_ORDER[:-1]:
+                                  f"an executed check's is one of {', '.join(OUTCOMES)}")
+        if item["outcome"] not in OUTCOMES:
             raise CheckInputError(f"{path}: check {number} ({item['id']}) has outcome {item['outcome']!r}, "
-                                  f"not one of {', '.join(OUTCOME_ORDER[:-1])}")
+                                  f"not one of {', '.join(OUTCOMES)}")
+        if item["status"] not in STATUS_ORDER:
+            raise CheckInputError(f"{path}: check {number} ({item['id']}) has status {item['status']!r}, "
+                                  f"not one of {', '.join(STATUS_ORDER)}")
         if item["executed"] is not True:
             raise CheckInputError(f"{path}: check {number} ({item['id']}) was not executed")
     return Ledger(path, build, entries)
@@ -281,14 +297,6 @@ def _short(value: object) -> str:
     return text[:12] if len(text) == 64 else text  # a sha256: its first digits say enough
 
 
-def outcome_of(item: Entry) -> str:
-    """The outcome recomputed from verdict and expected_failure, never the stored one."""
-    passed = item["verdict"] == "pass"
-    if item["expected_failure"]:
-        return "unexpected pass" if passed else "expected failure"
-    return "pass" if passed else "unexpected failure"
-
-
 def verify(found: Ledger) -> list[str]:
     """Every problem of a ledger that matches its sources, as lines to print; none when it is sound."""
     entries = found.entries
@@ -324,19 +332,25 @@ def verify(found: Ledger) -> list[str]:
                 raise CheckInputError(f"{shown}: its embedded records cannot be read ({error})") from None
             if missing:
                 lines.append(f"- {page} shows {len(missing)} checks the ledger lacks: {', '.join(sorted(missing))}")
-    for item in ordered_by_recomputed(entries):
-        outcome = outcome_of(item)
-        if outcome != item["outcome"]:
-            lines.append(f"- {item['check']} [{_where(item)}]: stored outcome {item['outcome']!r}, "
-                         f"but verdict {item['verdict']!r} with expected_failure={item['expected_failure']} "
-                         f"is {outcome!r}")
-        if outcome in PROBLEMS:
-            lines.extend(_described(item, outcome))
+    for item in ordered(entries):
+        found_status = status_of(item)
+        if found_status != item["status"] or item["outcome"] != item["verdict"]:
+            lines.append(f"- {item['check']} [{_where(item)}]: stored outcome {item['outcome']!r} and status "
+                         f"{item['status']!r}, but verdict {item['verdict']!r} with "
+                         f"{_declared_words(item)} is {found_status!r}")
+        if found_status in PROBLEMS:
+            lines.extend(_described(item, found_status))
         if weak_of(item) and not item.get("weak_reason"):
             lines.extend(_weak_described(item, "undeclared weak check"))
             lines.append('    make it strong (each element its own allowance, another step or method, a finer dtype) '
                          'or declare why a coarse allowance is acceptable there: weak="..."')
     return lines
+
+
+def _declared_words(item: Entry) -> str:
+    return (f"expected_failure={item['expected_failure']}, "
+            f"expected_inconclusive={item.get('expected_inconclusive', False)}"
+            + (", a measurement" if item.get("measurement") else ""))
 
 
 def weak_of(item: Entry) -> bool:
@@ -367,9 +381,9 @@ def _where(item: Entry) -> str:
     return f"{item['page']}#{item['anchor']}" if item["anchor"] else f"{item['page']}, not displayed there"
 
 
-def _described(item: Entry, outcome: str) -> list[str]:
-    """An unexpected failure or pass as the verifier lists it: a bullet, then its detail."""
-    first, *rest = describe_problem(item, outcome, f"{item['chapter']} [{_where(item)}]")
+def _described(item: Entry, found_status: str) -> list[str]:
+    """A problem (or a declared demonstration) as the verifier lists it: a bullet, then its detail."""
+    first, *rest = describe_problem(item, found_status, f"{item['chapter']} [{_where(item)}]")
     return [f"- {first}", *rest]
 
 
@@ -378,8 +392,8 @@ BRIEF_NUMBERS = 8
 
 
 def describe_problem(record: dict[str, Any], outcome: str, where: str) -> list[str]:
-    """An unexpected failure or pass of a record (a dictionary, as stored), in lines: what and where, the
-    expected value beside the formula it came from, the observed value, then the comparison's message.
+    """A record (a dictionary, as stored) of the given status, in lines: what and where, the expected value
+    beside the formula it came from, the observed value, then the comparison's message.
 
     The build's warnings (checks.sphinx.sphinxext) and `python -m checks` both say it this way.
     """
@@ -390,11 +404,22 @@ def describe_problem(record: dict[str, Any], outcome: str, where: str) -> list[s
     worst = _worst_element(record)
     if worst:
         lines.append(f"    worst element {worst}")
+    declared_words = ("expected_inconclusive=True" if record.get("expected_inconclusive")
+                      else "expected_failure=True")
     if outcome == "unexpected pass":
-        lines.append("    declared expected_failure=True, but it passed: the demonstration shows nothing")
-    else:
-        lines.extend("    " + line for line in record["message"].splitlines())
-        lines.append("    (a failure the chapter means to show is declared: checks.plan(..., expected_failure=True))")
+        lines.append(f"    declared {declared_words}, but it passed: the demonstration shows nothing")
+        return lines
+    lines.extend("    " + line for line in record["message"].splitlines())
+    if outcome == "unexpected failure" and record.get("expected_inconclusive"):
+        lines.append("    declared expected_inconclusive=True, but it failed")
+    elif outcome == "unexpected inconclusive" and record.get("expected_failure"):
+        lines.append("    declared expected_failure=True, but it could not be judged")
+    elif outcome == "unexpected inconclusive":
+        lines.append("    (an outcome the chapter means to show is declared: checks.teaching.library.declare(call, "
+                     "\"inconclusive\") for a library call; expected_inconclusive=True on a record)")
+    elif outcome.startswith("unexpected"):
+        lines.append("    (a failure the chapter means to show is declared: checks.plan(..., expected_failure=True); "
+                     "checks.teaching.library.declare(call, \"fail\") for a library call)")
     return lines
 
 
@@ -435,15 +460,18 @@ def _worst_element(record: dict[str, Any]) -> str:
     return f"at index {tuple(index)}: expected {format_value(expected)}, observed {format_value(observed)}"
 
 
-def ordered_by_recomputed(entries: Sequence[Entry]) -> list[Entry]:
-    return sorted(entries, key=lambda item: OUTCOME_ORDER.index(outcome_of(item)))
-
-
 def report(entries: Sequence[Entry], problem_lines: Sequence[str] | None = None) -> str:
-    """A readable summary, then each problem (by default: the unexpected failures and passes)."""
+    """A readable summary, the declared inconclusives, then each problem (by default: the unexpected
+    failures, inconclusives and passes, and the undeclared weak passes)."""
     counts = summary(entries)
     lines = [f"{counts['checks']} checks: " + ", ".join(f"{count} {outcome}" for outcome, count in
-                                                        sorted(counts["outcomes"].items(), key=_by_outcome))]
+                                                        sorted(counts["statuses"].items(), key=_by_outcome)),
+             "outcomes: " + ", ".join(f"{counts['outcomes'].get(outcome, 0)} {outcome}" for outcome in OUTCOMES)
+             + f"; {sum(bool(item.get('checker')) for item in entries)} from library calls and tools"]
+    inconclusive = [item for item in entries if status_of(item) == "expected inconclusive"]
+    lines.append(f"{len(inconclusive)} declared inconclusive:")
+    lines.extend(f"- {item['check']} ({item['dtype']} on {item['device']}) in {item['chapter']} [{_where(item)}]: "
+                 f"{item['message'].splitlines()[0] if item['message'] else ''}" for item in inconclusive)
     weak = weak_entries(entries)
     declared = [item for item in weak if item.get("weak_reason")]
     lines.append(f"{len(weak)} weak {'pass' if len(weak) == 1 else 'passes'} (allowing a gradient more than "
@@ -452,38 +480,72 @@ def report(entries: Sequence[Entry], problem_lines: Sequence[str] | None = None)
     lines.extend(line for item in declared for line in _weak_described(item, "declared weak"))
     found = list(problem_lines) if problem_lines is not None else _problem_lines(entries)
     if not found:
-        lines.append("No problems: every executed check is in the ledger, every failure was declared expected, "
-                     "every expected failure failed, and every weak pass was declared.")
+        lines.append("No problems: every executed check is in the ledger, every failure and inconclusive was "
+                     "declared, every declared one happened, and every weak pass was declared.")
     lines.extend(found)
     return "\n".join(lines)
 
 
 def _problem_lines(entries: Sequence[Entry]) -> list[str]:
-    return ([line for item in problems(entries) for line in _described(item, item["outcome"])]
+    return ([line for item in problems(entries) for line in _described(item, status_of(item))]
             + [line for item in weak_entries(entries) if not item.get("weak_reason")
                for line in _weak_described(item, "undeclared weak check")])
 
 
 def _by_outcome(pair: tuple[str, int]) -> int:
-    return OUTCOME_ORDER.index(pair[0])
+    return STATUS_ORDER.index(pair[0])
 
 
 def ledger_html(entries: Sequence[Entry], *, link: Callable[[Entry], str], json_href: str,
                 table_library: str | None = None) -> str:
-    """The summary, a download link to the JSON, counts per chapter, and one table of every check.
+    """The summary, a download link to the JSON, counts per chapter, one table of every check and one of the
+    measurements.
 
-    The table lists failures first. With table_library (the URL of the DataTables bundle that itables
+    The table of checks lists failures first. A measurement (a run of a study such as the mutant suite, whose
+    outcome is a finding, not a check of the book) is counted in the summary and the chapters' counts, and
+    its runs are tallied by study, how, dtype and device in the second table: each run is in the JSON, and
+    the chapter shows the study's results (900 rows of runs would make the page too heavy for a phone). With table_library (the URL of the DataTables bundle that itables
     ships, served from the site) the reader can also filter it by outcome, chapter, how, dtype and device,
     and sort it by any column; without it, or without JavaScript, it is a plain table.
     """
-    rows = ordered(entries)
+    rows = ordered([item for item in entries if not item.get("measurement")])
+    measured = [item for item in entries if item.get("measurement")]
     return (_summary_html(entries, json_href) + _chapters_html(entries, link) + _table_html(rows, link)
-            + (_table_script(table_library) if table_library else ""))
+            + (_table_script(table_library) if table_library else "") + _measurements_html(measured, link))
+
+
+def _measurements_html(measured: Sequence[Entry], link: Callable[[Entry], str]) -> str:
+    """The measurements' runs, study by study (its chapter and what it measures, once), counted by how, dtype
+    and device and outcome ("" if none)."""
+    if not measured:
+        return ""
+    studies: dict[tuple[str, str], dict[tuple[str, str, str], Counter[str]]] = {}
+    first: dict[str, Entry] = {}
+    for item in measured:
+        first.setdefault(item["chapter"], item)
+        runs = studies.setdefault((item["chapter"], item["measurement"]), {})
+        runs.setdefault((item["how"], item["dtype"], item["device"]), Counter())[item["verdict"] or "planned"] += 1
+    outcomes = [outcome for outcome in OUTCOMES
+                if any(outcome in counts for runs in studies.values() for counts in runs.values())]
+    head = ("<th>how</th><th>dtype</th><th>device</th><th>runs</th>"
+            + "".join(f"<th>{html.escape(outcome)}</th>" for outcome in outcomes))
+    tables = ""
+    for (chapter, study), runs in studies.items():
+        rows = "".join(
+            f"<tr><td>{html.escape(how)}</td><td>{html.escape(dtype)}</td><td>{html.escape(device)}</td>"
+            f"<td>{sum(counts.values())}</td>" + "".join(f"<td>{counts.get(outcome, 0)}</td>" for outcome in outcomes)
+            + "</tr>" for (how, dtype, device), counts in runs.items())
+        tables += (f'<p class="checks-study"><a href="{html.escape(link(first[chapter]).split("#")[0])}">'
+                   f"{html.escape(chapter)}</a>: {html.escape(study)}</p>"
+                   f'<div class="checks-table-box"><table class="checks-counts checks-ledger-measurements">'
+                   f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>")
+    return (f'<p class="checks-ledger-measurements-intro">Measurements: {len(measured)} runs whose outcome is a '
+            f"finding, not a check of the book, tallied by study; each run is a record of the JSON.</p>{tables}")
 
 
 def _summary_html(entries: Sequence[Entry], json_href: str) -> str:
     counts = summary(entries)
-    outcomes = sorted(counts["outcomes"].items(), key=_by_outcome)
+    outcomes = sorted(counts["statuses"].items(), key=_by_outcome)
     items = "".join(f'<li class="checks-outcome-{_slug(outcome)}"><strong>{count}</strong> {html.escape(outcome)}</li>'
                     for outcome, count in outcomes)
     device_rows = "".join(
@@ -494,8 +556,9 @@ def _summary_html(entries: Sequence[Entry], json_href: str) -> str:
     )
     device_head = "<th>device</th>" + "".join(f"<th>{html.escape(outcome)}</th>" for outcome, _ in outcomes)
     return (
-        f'<div class="checks-ledger-summary"><p><strong>{counts["checks"]}</strong> checks in this build.</p>'
-        f"<ul>{items}</ul>"
+        f'<div class="checks-ledger-summary"><p><strong>{counts["checks"]}</strong> checks in this build: '
+        + ", ".join(f'<strong>{counts["outcomes"].get(outcome, 0)}</strong> {outcome}' for outcome in OUTCOMES)
+        + f" (the checks' own outcomes); read against what each chapter declared:</p><ul>{items}</ul>"
         f'<table class="checks-counts checks-ledger-devices"><thead><tr>{device_head}</tr></thead>'
         f"<tbody>{device_rows}</tbody></table>"
         f'<p><a class="checks-ledger-download" href="{html.escape(json_href)}" download>'
@@ -514,9 +577,9 @@ def _chapters_html(entries: Sequence[Entry], link: Callable[[Entry], str]) -> st
     solutions: Counter[str] = Counter()
     for item in entries:
         first.setdefault(item["chapter"], item)
-        by_chapter.setdefault(item["chapter"], Counter())[item["outcome"]] += 1
+        by_chapter.setdefault(item["chapter"], Counter())[status_of(item)] += 1
         solutions[item["chapter"]] += bool(item.get("exercise"))
-    outcomes = [outcome for outcome in OUTCOME_ORDER if any(outcome in counts for counts in by_chapter.values())]
+    outcomes = [outcome for outcome in STATUS_ORDER if any(outcome in counts for counts in by_chapter.values())]
     head = ("<th>chapter</th><th>checks</th><th>in its text</th><th>in its exercises' solutions</th>"
             + "".join(f"<th>{html.escape(outcome)}</th>" for outcome in outcomes))
     rows = "".join(
@@ -533,33 +596,40 @@ def _chapters_html(entries: Sequence[Entry], link: Callable[[Entry], str]) -> st
 def _table_html(entries: Sequence[Entry], link: Callable[[Entry], str]) -> str:
     head = "".join(f'<th scope="col">{html.escape(name)}</th>' for name in COLUMNS.values())
     rows = "".join(
-        f'<tr class="checks-{item["verdict"]} checks-outcome-{_slug(item["outcome"])}">'
+        f'<tr class="checks-{item["verdict"]} checks-outcome-{_slug(status_of(item))}">'
         + "".join(_ledger_cell(key, item, record, link) for key in COLUMNS)
         + "</tr>"
         for item, record in ((item, Record.from_dict(item)) for item in entries)
     )
-    return (f'<div class="checks-ledger-table checks-table-box"><table class="checks-table checks-ledger">'
+    return (_labels_style() + f'<div class="checks-ledger-table checks-table-box"><table class="checks-table checks-ledger">'
             f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>")
 
 
+def _labels_style() -> str:
+    """Each column's heading, for checks.css to show beside its cell where a row is a card (a phone): once per
+    column, not once per cell (a data-label on each of hundreds of rows would double the page's weight)."""
+    rules = "".join(f"table.checks-ledger>tbody>tr>td:nth-child({number}){{--checks-label:{json.dumps(name)}}}"
+                    for number, name in enumerate(COLUMNS.values(), start=1))
+    return f"<style>{rules}</style>"
+
+
 def _ledger_cell(key: str, item: Entry, record: Record, link: Callable[[Entry], str]) -> str:
-    labelled = data_label(COLUMNS[key])  # the cell's heading, shown beside it where a row is a card (a phone)
-    if key == "outcome":
-        return f'<td class="checks-verdict"{labelled}>{html.escape(item["outcome"])}</td>'
+    if key == "status":
+        return f'<td class="checks-verdict">{html.escape(status_of(item))}</td>'
     if key == "chapter":
-        return (f'<td class="checks-chapter"{labelled}><a href="{html.escape(link(item))}">'
+        return (f'<td class="checks-chapter"><a href="{html.escape(link(item))}">'
                 f'{html.escape(item["chapter"])}</a></td>')
     if key == "how":
         text = item["how"] + (f" ({item['method']})" if item.get("method") else "")
-        return (f'<td class="checks-how" title="{html.escape(cell_text("how", record))}"{labelled}>'
+        return (f'<td class="checks-how" title="{html.escape(cell_text("how", record))}">'
                 f"{html.escape(text)}</td>")
     if key in ("analytical_gradient", "observed_gradient"):
         # Mismatched elements are marked; their list by index is on the chapter's page, a click away.
         # Sorting and searching read the value's text, not the folded markup.
-        return (f'<td class="checks-{key}" data-order="{html.escape(cell_text(key, record))}"{labelled}>'
+        return (f'<td class="checks-{key}" data-order="{html.escape(cell_text(key, record))}">'
                 f"{vector_html(getattr(record, key), mismatched_indices(record))}</td>")
     if key == "abs_error":
-        return (f'<td class="checks-abs_error-rel_error" data-order="{record.abs_error}"{labelled}>abs '
+        return (f'<td class="checks-abs_error-rel_error" data-order="{record.abs_error}">abs '
                 f"{html.escape(cell_text('abs_error', record))}<br>rel {html.escape(cell_text('rel_error', record))}"
                 f'<span class="checks-allowed">allowed {html.escape(cell_text("tolerance", record))}</span></td>')
     if key == "detectable_relative_error":
@@ -567,10 +637,10 @@ def _ledger_cell(key: str, item: Entry, record: Record, link: Callable[[Entry], 
         text = "none" if value is None else f"{value:.2g}" + (f" ({percent(value)})" if value >= 1e-3 else "")
         at = f"<br>at {html.escape(str(record.detectable_index))}" if value is not None and record.detectable_index else ""
         return (f'<td class="checks-detectable" data-order="{-1 if value is None else value}" '
-                f'title="{html.escape(cell_text(key, record))}"{labelled}>{html.escape(text)}{at}</td>')
+                f'title="{html.escape(cell_text(key, record))}">{html.escape(text)}{at}</td>')
     if key == "weak":
-        return f'<td class="checks-weak-flag"{labelled}>{WEAK_WORDS[record.weak, bool(record.weak_reason)]}</td>'
-    return f'<td class="checks-{key}"{labelled}>{html.escape(cell_text(key, record))}</td>'
+        return f'<td class="checks-weak-flag">{WEAK_WORDS[record.weak, bool(record.weak_reason)]}</td>'
+    return f'<td class="checks-{key}">{html.escape(cell_text(key, record))}</td>'
 
 
 def _table_script(table_library: str) -> str:

@@ -2,14 +2,19 @@
 Colab and Binder.
 
 The notebook is written from the page's resolved doctree (what the HTML is written from), not from the
-MyST source: glued values are the text the page shows, exercises are block quotes, solutions are folded
-(their prose in `<details>`, their code cells hidden with `metadata.jupyter`), literal includes are
+MyST source: glued values are the text the page shows, the page's environment line (where its numbers
+came from) stands under the title, exercises are block quotes each followed by a cell to work in (with
+the exercise's starter code, where it gives some), solutions are gathered in a last section of their own,
+"Solutions", after every exercise (JupyterLab shows a cell's output again when it runs, so a solution
+beside its exercise, even folded, would be shown by "Run All"), literal includes are
 `%%writefile` cells (so the notebook writes the files its chapter reads, and runs alone in an empty
 folder), admonitions are block quotes, cross-references are links to the published pages, math stays
 `$...$` / `$$...$$`, and cells the page removes (`remove-cell`) are left out. Code cells are myst-nb's
 executed cells, with their outputs (taken from `_build/jupyter_execute/<page>.ipynb` by the cell index
 myst-nb keeps on each cell node). A first cell installs what the chapter imports where it is missing:
-the package with its `notebook` extra (pandas, matplotlib), and pytest for a chapter whose code runs it.
+the package with its `notebook` extra (pandas, matplotlib), and pytest for a chapter whose code runs it;
+torch's CPU build where torch is missing and no GPU is visible; where pip fails, it stops with one message
+naming the command to run by hand.
 
 Why not sphinx-tojupyter (QuantEcon's doctree-to-notebook builder, 0.6.0, maintained, Sphinx >= 7): tried
 on this book's first chapter with Sphinx 7.4, myst-nb 1.4 and sphinx-exercise 1.2, it resolves glued
@@ -49,6 +54,7 @@ from urllib.parse import quote
 
 import nbformat
 from docutils import nodes
+from ipykernel.kernelspec import KERNEL_NAME, get_kernel_dict
 from sphinx.application import Sphinx
 from sphinx.errors import ConfigError
 from sphinx.util import logging
@@ -66,12 +72,19 @@ PACKAGE_MODULES = ("checks", "pandas", "matplotlib")
 # Tools a chapter's code may run, installed (pip name = module name) only where the chapter uses them.
 TOOLS = ("pytest",)
 INSTALL_TAG = "checks-install"
+# The cells a reader works an exercise in: the page's own (with blanks), its starter code, or a blank one.
+WORK_TAG = "checks-exercise"
 THEME_PRIORITY = 501  # sphinx-book-theme's launch and download buttons
 # A cell the reader completes; the book does not run it, the notebook does (checks.witness then says
 # what to fill in instead of raising), so the tag is dropped there.
 BLANKS_TAG = "skip-execution"
 HIDDEN_SOURCE_TAGS = {"hide-input", "hide-cell", "remove-input"}
 HIDDEN_OUTPUT_TAGS = {"hide-output", "hide-cell"}
+# A Markdown code block of these languages inside an exercise is its starter code: a cell the reader runs.
+STARTER_LANGUAGES = {"python", "ipython3", "ipython"}
+SOLUTIONS_TITLE = "Solutions"
+SOLUTIONS_NOTE = ("Each exercise's solution, after all of them: try the exercise in its own cell first. "
+                  "\"Run All\" runs these cells too, last, after your own.")
 # myst-nb's own names for a code cell's language and its text outputs, as Markdown fences name them.
 FENCE_LANGUAGES = {"ipython3": "python", "ipython": "python", "myst-ansi": "", "default": ""}
 
@@ -81,23 +94,53 @@ def install_requirement(repository_url: str, branch: str) -> str:
     return f"{DISTRIBUTION}[{EXTRA}] @ git+{repository_url.rstrip('/')}@{branch}"
 
 
+# torch's CPU build, for an environment without torch and without a visible GPU: pip's default torch wheel
+# brings several GB of CUDA libraries.
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
 def install_cell(requirement: str, tools: Sequence[str] = (), folders: Sequence[str] = ()) -> nbformat.NotebookNode:
-    """The notebook's first cell: installs what the chapter imports where it is missing, and makes the
-    folders its %%writefile cells write into."""
+    """The notebook's first cell: installs what the chapter imports where it is missing (torch's CPU build
+    first where torch is missing and no GPU is visible), and makes the folders its %%writefile cells write
+    into. Where pip fails (offline, say), it stops "Run All" with one short message naming the command to run
+    by hand: IPython shows an exception's `_render_traceback_()` instead of its traceback."""
     needed = {module: "PACKAGE" for module in PACKAGE_MODULES} | {tool: repr(tool) for tool in tools}
     source = [
         "# Outside the book (Colab, Binder, your own Jupyter): install what this chapter imports where it is missing.",
         "import importlib.util",
+        "import shlex",
+        "import shutil",
         "import subprocess",
         "import sys",
         *(["from pathlib import Path"] if folders else []),
         "",
         f'PACKAGE = "{requirement}"',
         "NEEDED = {" + ", ".join(f'"{module}": {value}' for module, value in needed.items()) + "}",
+        "# Without a GPU, torch's CPU build: pip's default torch brings several GB of CUDA libraries.",
+        f'TORCH_CPU = ["torch", "--index-url", "{TORCH_CPU_INDEX}"]',
+        "",
+        "",
+        "class InstallFailed(Exception):",
+        "    def _render_traceback_(self):  # what IPython shows instead of a traceback",
+        "        return [str(self)]",
+        "",
+        "",
+        "def install(arguments, what):",
+        '    run = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-color", *arguments],',
+        "                         capture_output=True, text=True)",
+        "    if run.returncode != 0:  # pip's last error (git's, where it could not clone), then what to do",
+        "        lines = [line.strip() for line in run.stderr.splitlines() if line.strip()] or [\"pip said nothing\"]",
+        '        said = [line for line in lines if line.startswith(("ERROR", "fatal:"))][-1:] or lines[-1:]',
+        '        raise InstallFailed(f"Could not install {what}: {said[0]}\\n"',
+        '                            f"Run this by hand, then run this cell again:\\n    %pip install {shlex.join(arguments)}")',
+        "    importlib.invalidate_caches()  # so that the next cells find what was just installed",
+        "",
+        "",
+        'if importlib.util.find_spec("torch") is None and shutil.which("nvidia-smi") is None:',
+        '    install(TORCH_CPU, "torch (its CPU build: no GPU is visible)")',
         "missing = sorted({requirement for module, requirement in NEEDED.items() if importlib.util.find_spec(module) is None})",
         "if missing:",
-        '    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", *missing])',
-        "    importlib.invalidate_caches()  # so that the next cells find what was just installed",
+        '    install(missing, ", ".join(missing))',
     ]
     if folders:
         source += ["", f"for folder in {list(folders)!r}:  # where this notebook's %%writefile cells write the chapter's files",
@@ -131,20 +174,19 @@ class Page:
     executed: nbformat.NotebookNode  # myst-nb's executed notebook: each code cell's source and outputs
     exercise_numbers: Mapping[str, str] = field(default_factory=dict)  # exercise id -> "1"
     images: Mapping[str, Path] = field(default_factory=dict)  # the HTML's image name -> its file
+    environment: str = ""  # the line the page shows under its title (checks.sphinx.reader): where its numbers came from
 
 
 @dataclass
 class _Frame:
-    """A box the cells inside it are written in: an exercise or admonition (quote), a solution (details)."""
+    """A block quote the cells inside it are written in: an exercise or an admonition."""
 
-    kind: str  # "quote" or "details"
-    title: str  # the first Markdown cell's title (quote) or summary (details)
+    title: str  # the first Markdown cell's title
+    exercise: bool = False
     written: int = 0  # Markdown cells written inside it so far
+    work: int = 0  # cells to work in written inside it so far (an exercise's)
 
     def wrap(self, text: str) -> str:
-        if self.kind == "details":
-            summary = self.title if not self.written else f"{self.title} (continued)"
-            return f"<details>\n<summary>{summary}</summary>\n\n{text}\n\n</details>"
         if not self.written:
             text = f"**{self.title}**\n\n{text}"
         return "\n".join(f"> {line}" if line else ">" for line in text.split("\n"))
@@ -159,6 +201,7 @@ class NotebookWriter:
         self.blocks: list[str] = []  # Markdown blocks of the cell being written
         self.attachments: dict[str, dict[str, str]] = {}
         self.frames: list[_Frame] = []
+        self.solutions: list[nbformat.NotebookNode] = []  # the solutions' cells, written after everything else
         self.written_files: list[str] = []  # files the notebook writes (%%writefile), relative to its folder
         self.unknown: set[str] = set()  # node types written as their plain text, for the build log
 
@@ -167,6 +210,9 @@ class NotebookWriter:
     def write(self, document: nodes.document) -> list[nbformat.NotebookNode]:
         self.walk(document, level=0)
         self.flush()
+        if self.solutions:
+            self.cells.append(nbformat.v4.new_markdown_cell(f"## {SOLUTIONS_TITLE}\n\n{SOLUTIONS_NOTE}"))
+            self.cells += self.solutions
         return self.cells
 
     def flush(self) -> None:
@@ -193,29 +239,64 @@ class NotebookWriter:
         self.flush()
         self.frames.pop()
 
+    def exercise(self, node: nodes.Element, level: int) -> None:
+        """The exercise as a block quote, then a cell to work in where the exercise has none of its own."""
+        number = self.page.exercise_numbers.get((node.get("ids") or [""])[0], "")
+        subtitle = self.inline_children(node.children[0]) if node.children else ""
+        title = " ".join(part for part in (f"Exercise {number}".strip(), subtitle) if part)
+        frame = _Frame(title, exercise=True)
+        self.framed(node, frame, level)
+        if not frame.work:
+            self.cells.append(work_cell(f"# {title}: your answer. Write here the code the exercise asks for, and run it;\n"
+                                        f'# its solution is in the last section, "{SOLUTIONS_TITLE}".'))
+
+    def solution(self, node: nodes.Element, level: int) -> None:
+        """The solution under its title in the last section: set aside, written after everything else."""
+        self.flush()
+        cells, frames = self.cells, self.frames
+        self.cells, self.frames = [], []
+        self.blocks.append(f"### {node.children[0].astext().strip() or 'Solution'}")
+        for child in node.children[1:]:
+            self.walk(child, level)
+        self.flush()
+        self.solutions += self.cells
+        self.cells, self.frames = cells, frames
+
+    def starter_cell(self, node: nodes.literal_block) -> None:
+        """An exercise's code, shown in a Markdown block on the page: a cell the reader runs and works in."""
+        self.flush()
+        frame = next(frame for frame in reversed(self.frames) if frame.exercise)
+        frame.work += 1
+        self.cells.append(work_cell(f"# {frame.title}: its code. Run it, then write your answer below it.\n"
+                                    f"{node.astext().rstrip()}"))
+
+    def in_exercise(self) -> bool:
+        return any(frame.exercise for frame in self.frames)
+
     def walk(self, node: nodes.Node, level: int) -> None:
         if isinstance(node, (nodes.document, nodes.section)):
             title = node.next_node(nodes.title) if isinstance(node, nodes.section) else None
             if title is not None and title.parent is node:
                 self.blocks.append("#" * min(level + 1, 6) + " " + self.inline_children(title))
+                if level == 0 and self.page.environment:
+                    self.blocks.append(environment_note(self.page.environment))
             for child in node.children:
                 if child is not title:
                     self.walk(child, level + 1 if isinstance(node, nodes.section) and title is not None else level)
         elif node.tagname in ("exercise_enumerable_node", "exercise_unenumerable_node"):
-            number = self.page.exercise_numbers.get((node.get("ids") or [""])[0], "")
-            subtitle = self.inline_children(node.children[0]) if node.children else ""
-            title = " ".join(part for part in (f"Exercise {number}".strip(), subtitle) if part)
-            self.framed(node, _Frame("quote", title), level)
+            self.exercise(node, level)
         elif node.tagname == "solution_node":
-            self.framed(node, _Frame("details", node.children[0].astext().strip() or "Solution"), level)
+            self.solution(node, level)
         elif isinstance(node, nodes.Admonition):
             title = node.next_node(nodes.title)
             name = self.inline_children(title) if title is not None and title.parent is node else node.tagname.title()
-            self.framed(node, _Frame("quote", name), level)
+            self.framed(node, _Frame(name), level)
         elif isinstance(node, nodes.container) and node.get("nb_element") == "cell_code":
             self.code_cell(node)
         elif isinstance(node, nodes.literal_block) and self.written_file(node):
             self.writefile_cell(node)
+        elif isinstance(node, nodes.literal_block) and self.in_exercise() and node.get("language") in STARTER_LANGUAGES:
+            self.starter_cell(node)
         elif isinstance(node, (nodes.container, nodes.compound)):
             for child in node.children:
                 self.walk(child, level)
@@ -223,24 +304,36 @@ class NotebookWriter:
             self.blocks.append(self.block(node))
 
     def code_cell(self, node: nodes.container) -> None:
-        """myst-nb's executed cell (source, outputs, tags), hidden where the page hides it or it solves an exercise."""
+        """myst-nb's executed cell (source, outputs, tags), hidden where the page hides it; inside an exercise,
+        the cell the reader works in."""
         self.flush()
         executed = self.page.executed.cells[int(node["cell_index"])]
         tags = [tag for tag in executed.metadata.get("tags", []) if tag != BLANKS_TAG]
-        in_solution = any(frame.kind == "details" for frame in self.frames)
-        outputs = [] if "remove-output" in tags else copy.deepcopy(executed.get("outputs", []))
+        if self.in_exercise():
+            next(frame for frame in reversed(self.frames) if frame.exercise).work += 1
+            tags.append(WORK_TAG)
+        outputs = [] if "remove-output" in tags else [
+            output for output in merged_streams(copy.deepcopy(executed.get("outputs", [])))
+            # A stream the page removes (PyTorch's warning, with the kernel's file paths) is not shown here either.
+            if not (output.get("output_type") == "stream" and f"remove-{output['name']}" in tags)]
         cell = nbformat.v4.new_code_cell(executed.source, outputs=outputs,
                                          execution_count=executed.get("execution_count"))
         if tags:
             cell.metadata["tags"] = tags
         hidden = {}
-        if in_solution or HIDDEN_SOURCE_TAGS & set(tags):
+        if HIDDEN_SOURCE_TAGS & set(tags):
             hidden["source_hidden"] = True
-        if in_solution or HIDDEN_OUTPUT_TAGS & set(tags):
+        if HIDDEN_OUTPUT_TAGS & set(tags):
             hidden["outputs_hidden"] = True
+            # What JupyterLab writes beside outputs_hidden when it opens the notebook: written here, the
+            # notebook does not open as changed.
+            cell.metadata["collapsed"] = True
         if hidden:
             cell.metadata["jupyter"] = hidden
         self.cells.append(cell)
+        # A figure's caption (myst-nb's `mystnb: figure:` on the cell), under the figure as on the page.
+        for caption in node.findall(nodes.caption):
+            self.blocks.append(self.block(caption))
 
     def written_file(self, node: nodes.literal_block) -> str | None:
         """A literal include of a whole file in the chapter's folder: its path there, else None."""
@@ -419,6 +512,42 @@ class NotebookWriter:
         return self.page.site + resolved + (f"#{anchor}" if anchor else "")
 
 
+def merged_streams(outputs: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
+    """Each stream (stdout, stderr) as one output, at its first place, as the page shows it
+    (`nb_merge_streams`). myst-nb merges them for the page by appending the later pieces' text to the
+    first, in the executed notebook too, and leaves the pieces in place: a piece already in the first is
+    dropped, not appended twice."""
+    first: dict[str, nbformat.NotebookNode] = {}
+    later: dict[str, list[str]] = {}
+    kept = []
+    for output in outputs:
+        if output.get("output_type") != "stream":
+            kept.append(output)
+        elif output["name"] not in first:
+            first[output["name"]] = output
+            kept.append(output)
+        elif output["text"].rstrip():
+            later.setdefault(output["name"], []).append(f"{output['text'].rstrip()}\n")
+    for name, pieces in later.items():
+        text = first[name]["text"]
+        if not text.endswith("".join(pieces)):
+            first[name]["text"] = text.rstrip() + "\n" + "".join(pieces)
+    return kept
+
+
+def work_cell(source: str) -> nbformat.NotebookNode:
+    """A cell the reader works an exercise in; the book never ran it."""
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata["tags"] = [WORK_TAG]
+    return cell
+
+
+def environment_note(line: str) -> str:
+    """The page's environment line, and what it means in a notebook: the text keeps the build's numbers."""
+    return (f"*{escape(line)} The text keeps the build's numbers; the outputs of the cells you run are "
+            f"your machine's.*")
+
+
 MARKDOWN_SPECIAL = re.compile(r"([\\`*_$])")
 
 
@@ -443,11 +572,14 @@ def reader_notebook(document: nodes.document, page: Page, requirement: str,
     code = "\n".join(cell.source for cell in cells if cell.cell_type == "code")
     tools = [tool for tool in TOOLS if re.search(rf"\b{tool}\b", code)]
     folders = sorted({posixpath.dirname(name) for name in [*writer.written_files, *unshown]} - {""})
-    notebook = nbformat.v4.new_notebook(
-        cells=[install_cell(requirement, tools, folders), *hidden_files, *cells],
-        metadata={key: page.executed.metadata[key] for key in ("kernelspec", "language_info")
-                  if key in page.executed.metadata},
-    )
+    metadata = {key: copy.deepcopy(page.executed.metadata[key]) for key in ("kernelspec", "language_info")
+                if key in page.executed.metadata}
+    if metadata.get("kernelspec", {}).get("name") == KERNEL_NAME:
+        # ipykernel's own name for its kernel, which JupyterLab writes in on opening (the chapters say
+        # "Python 3"): written here, the notebook does not open as changed.
+        metadata["kernelspec"]["display_name"] = get_kernel_dict()["display_name"]
+    notebook = nbformat.v4.new_notebook(cells=[install_cell(requirement, tools, folders), *hidden_files, *cells],
+                                        metadata=metadata)
     for number, cell in enumerate(notebook.cells):
         cell.id = f"cell-{number}"  # the same ids every build: the notebooks branch changes only where the book did
     return notebook, writer.unknown
@@ -512,6 +644,7 @@ def _notebook_page(app: Sphinx, pagename: str, templatename: str, context: dict[
     site = site_url(app)
     page = Page(url=f"{site}{pagename}.html", site=site, folder=Path(app.srcdir, posixpath.dirname(pagename)),
                 executed=executed, exercise_numbers=_exercise_numbers(app, pagename),
+                environment=getattr(app.config, "checks_build_environment", ""),
                 # The HTML builder has renamed the page's images (_images/<name>) and copies them later.
                 images={name: Path(app.srcdir, source) for source, name in getattr(app.builder, "images", {}).items()})
     files = chapter_files(app, pagename)

@@ -23,7 +23,8 @@ The ledger holds every check executed, displayed or not (see checks.teaching.rec
    chapters to be read before Sphinx reads them, gives each kernel kernel_environment(app, docname) through
    its checks-kernel-environment event, and the extension finds the file the same way.
 3. doctree-read: the chapter's file is read back into the build environment with how the chapter was
-   executed (myst-nb's execution data); Sphinx saves the environment between builds, so a chapter that
+   executed (myst-nb's execution data) and which records its cells displayed (records.displayed: the
+   kernel says so in the same file, by cell, so the page's HTML is never read back); Sphinx saves the environment between builds, so a chapter that
    is not re-read keeps its records. The file is then removed.
 4. Pages are written: the `checks-ledger` directive is replaced by the table of all records. The ledger
    page is read again whenever what the ledger is made from changed since the last finished build, so it
@@ -48,7 +49,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import os
 import posixpath
 import shutil
@@ -90,11 +90,13 @@ def records_path(doctreedir: str | os.PathLike[str], docname: str) -> Path:
 
 def kernel_environment(app: Sphinx, docname: str) -> dict[str, str]:
     """The environment variables a kernel executing docname needs: the file its checks reach the ledger
-    through, and for checks.cached, the chapter's source and the cache folder (CHECKS_CACHE if set, else
-    .checks-cache in the book's source folder, which outlives the build folder)."""
+    through, the start-up file that records its library calls (kernel_startup.py), and for checks.cached,
+    the chapter's source and the cache folder (CHECKS_CACHE if set, else .checks-cache in the book's source
+    folder, which outlives the build folder)."""
     from ..teaching.records import RECORDS_VARIABLE
 
     return {RECORDS_VARIABLE: str(records_path(app.doctreedir, docname)),
+            "PYTHONSTARTUP": str(PACKAGE / "kernel_startup.py"),
             SOURCE_VARIABLE: str(Path(app.env.doc2path(docname)).resolve()),
             CACHE_VARIABLE: os.environ.get(CACHE_VARIABLE) or str(Path(app.srcdir, CACHE_FOLDER))}
 
@@ -174,18 +176,21 @@ def _before_execution(app: Sphinx, docname: str, source: list[str]) -> None:
 
 def _collect(app: Sphinx, doctree: nodes.document) -> None:
     """Keep every record the chapter's kernel executed (the last one per id), displayed or not."""
-    from ..teaching.records import RECORDS_VARIABLE, read_collected
+    from ..teaching.records import RECORDS_VARIABLE, read_collected, read_shown
 
     docname = app.env.docname
     os.environ.pop(RECORDS_VARIABLE, None)
     os.environ.pop(SOURCE_VARIABLE, None)
     path = records_path(app.doctreedir, docname)
-    records = read_collected(path)
+    records, shown = read_collected(path), read_shown(path)
     path.unlink(missing_ok=True)
     execution = _execution(app.env, docname)
     if records or execution:
-        _chapters(app.env)[docname] = {"records": records, "executed": len(records), "shown": _shown(doctree),
-                                       "in_exercises": _shown(doctree, EXERCISES_SECTION),
+        # Shown: displayed by a cell whose output the page keeps (not a remove-output or remove-cell one).
+        visible, in_exercises = _cells_shown(doctree), _cells_shown(doctree, EXERCISES_SECTION)
+        _chapters(app.env)[docname] = {"records": records, "executed": len(records),
+                                       "shown": {key for key, cells in shown.items() if cells & visible},
+                                       "in_exercises": {key for key, cells in shown.items() if cells & in_exercises},
                                        "execution": execution or "not executed"}
 
 
@@ -194,8 +199,8 @@ def _problems(records: list[dict], title: str) -> list[str]:
     from . import ledger
     from ..teaching.records import PROBLEMS
 
-    return ["\n".join(ledger.describe_problem(record, outcome, f"chapter {title!r}"))
-            for record in records if (outcome := ledger.outcome_of(record)) in PROBLEMS]
+    return ["\n".join(ledger.describe_problem(record, status, f"chapter {title!r}"))
+            for record in records if (status := ledger.status_of(record)) in PROBLEMS]
 
 
 # The closing section of every chapter (CONTRIBUTING.md): its solutions' checks are counted apart on the
@@ -203,14 +208,14 @@ def _problems(records: list[dict], title: str) -> list[str]:
 EXERCISES_SECTION = "exercises"
 
 
-def _shown(doctree: nodes.document, section: str | None = None) -> set[str]:
-    """The ids of the records the chapter's tables display (and so anchor); the others are only executed.
-    With section, only those displayed inside the section of that id."""
-    from . import ledger
-
-    return {record["id"] for raw in doctree.findall(nodes.raw) if "html" in raw.get("format", "").split()
-            and (section is None or _inside(raw, section))
-            for payload in ledger.EMBEDDED.findall(raw.astext()) for record in json.loads(payload)}
+def _cells_shown(doctree: nodes.document, section: str | None = None) -> set[int]:
+    """The execution counts of the code cells whose outputs the page shows (myst-nb's cell containers with an
+    output container); with section, only those inside the section of that id."""
+    return {node["exec_count"] for node in doctree.findall(nodes.container)
+            if node.get("nb_element") == "cell_code" and isinstance(node.get("exec_count"), int)
+            and any(child.get("nb_element") == "cell_code_output" for child in node.children
+                    if isinstance(child, nodes.Element))
+            and (section is None or _inside(node, section))}
 
 
 def _inside(node: nodes.Node, section: str) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -15,8 +16,9 @@ import torch
 
 from ..core.compare import beyond_allowance
 from ..core.tolerances import atol_words
+from . import provenance
 from .environment import environment
-from .records import WEAK_ABOVE, Record
+from .records import WEAK_ABOVE, Record, displayed
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made: the build's Sphinx process imports
     import pandas as pd  # the package and makes none, and pandas costs it about 0.2 s
@@ -101,19 +103,25 @@ def cell_text(key: str, record: Record) -> str:
         return format(value, ".3g")
     if key in ("step", "error_estimate"):
         return _short_numbers(value)
+    if key == "tolerance" and not value:  # a study's run (the mutant suite) compares nothing of its own
+        return "none"
     if key == "tolerance":
         return rtol_atol(value["rtol"], value["atol"], value.get("element_atol"), value.get("plain") is True)
+    if key == "verdict" and value is None:
+        return "planned"
+    if key == "verdict" and record.measurement:
+        return f"{value} (measured)"
     if key == "verdict" and record.expected_failure:
-        return f"{value} (expected failure)" if not record.passed else f"{value} (a failure was expected)"
+        return f"{value} (expected failure)" if value == "fail" else f"{value} (a failure was expected)"
+    if key == "verdict" and record.expected_inconclusive:
+        return f"{value} (expected)" if value == "inconclusive" else f"{value} (inconclusive was expected)"
+    if key == "verdict" and value == "inconclusive":
+        return f"{value} (unexpected)"
     if key == "verdict" and record.weak:
         return f"{value} (weak)"
     if key == "detectable_relative_error":
         return detects_words(record)
     return format_value(value)
-
-
-# What raised, by the way a value was asked for, when a pass recorded an error instead of a value.
-RAISING_CALLS = {"stored": "backward()", "returned": "autograd.grad", "create_graph": "autograd.grad"}
 
 
 def how_words(record: Record) -> str:
@@ -126,11 +134,8 @@ def how_words(record: Record) -> str:
         return f"to be {record.how}"
     raised = raised_type(record)
     if raised:
-        call = RAISING_CALLS.get(record.how, HOW_WORDS.get(record.how, record.how))
-        return f"{call} raised {raised}: nothing " + ("stored" if record.how == "stored" else "returned")
-    if record.how == "stored" and record.observed_gradient is None:
-        return "read from .grad: none there"
-    words = HOW_WORDS.get(record.how, record.how)
+        return provenance.raised_words(record.how, raised)
+    words = provenance.words(record.how, record.observed_gradient)
     if record.how == "numerical" and record.method:
         words = f"{words} ({METHOD_WORDS.get(record.method, record.method)})"
     return words
@@ -207,11 +212,11 @@ def allowance_at(record: Record) -> tuple[float, float] | None:
         expected = torch.tensor(record.analytical_gradient, dtype=torch.float64)
         index = tuple(record.detectable_index or ())
         allowed = _allowance(record.tolerance, expected)
-    except (TypeError, ValueError, RuntimeError, KeyError):
+        at = (float(allowed[index]), float(expected.abs()[index])) if allowed is not None else None
+    except (TypeError, ValueError, RuntimeError, KeyError, IndexError):  # folded, or another shape (a library
+        # record keeps one element of a Jacobian, and its index in the Jacobian)
         return None
-    if allowed is None:
-        return None
-    return float(allowed[index]), float(expected.abs()[index])
+    return at
 
 
 def _allowance(tolerance: dict[str, Any], expected: torch.Tensor) -> torch.Tensor | None:
@@ -305,22 +310,27 @@ def _row(record: Record, keys: Sequence[str], layout: Sequence[tuple[str, tuple[
     keys = row_keys(record, keys)
     cells = "".join(_cell(record, keys, heading, fields) for heading, fields in layout)
     # The outcome's class tells a demonstration (an expected failure) from a problem (an unexpected pass).
-    outcome = record.outcome.replace(" ", "-")
+    status = (record.status or "planned").replace(" ", "-")
     weak = " checks-weak" if record.weak else ""
-    return f'<tr{anchor} class="checks-{record.verdict} checks-outcome-{outcome}{weak}">{cells}</tr>'
+    return f'<tr{anchor} class="checks-{record.verdict or "planned"} checks-outcome-{status}{weak}">{cells}</tr>'
 
 
 def _cell(record: Record, keys: Sequence[str], heading: str, fields: tuple[str, ...]) -> str:
     wanted = [key for key in fields if key in keys]
     if fields == ("verdict",):
-        word, note = record.verdict, cell_text("verdict", record).removeprefix(record.verdict)
+        word = record.verdict or "planned"
+        note = cell_text("verdict", record).removeprefix(word)
         text = html.escape(word) + (f'<span class="checks-verdict-note">{html.escape(note)}</span>' if note else "")
         if record.executed and not record.passed:
             text = f'<a href="#{html.escape(failure_anchor(record))}">{text}</a>'
         elif record.weak:  # "weak" under the word, linked to why, under the table
             text = (f'{html.escape(word)}<a class="checks-verdict-note checks-weak-note" '
                     f'href="#{html.escape(weak_anchor(record))}">weak</a>')
-        return f'<td class="checks-verdict" data-field="verdict"{data_label(heading)}>{text}</td>'
+        mark, colour = verdict_mark(record)
+        # The mark and colour inline: a notebook (JupyterLab, Colab) shows the table without checks.css.
+        style = f' style="color: {colour}"' if colour else ""
+        return (f'<td class="checks-verdict"{data_label(heading)}{style}><span class="checks-verdict-mark" '
+                f'aria-hidden="true">{mark} </span>{field("verdict", text)}</td>')
     if fields == ("check",):
         return f'<td class="checks-check"{data_label(heading)}>{_check_cell(record, keys)}</td>'
     if fields in (("analytical_gradient",), ("observed_gradient",)):
@@ -361,6 +371,26 @@ def _label(key: str) -> str:
 def _labelled(key: str, content: str) -> str:
     """The allowance under the errors, introduced as what it is."""
     return f'<span class="checks-allowed">allowed {content}</span>' if key == "tolerance" else content
+
+
+# The verdict's mark and colour by outcome: the page's colours (checks.css's variables, by theme), and the
+# light theme's where they are not defined (a notebook).
+VERDICT_MARKS = {
+    "pass": ("✓", "var(--checks-pass, #1b6e20)"),
+    "measured": ("✓", ""),
+    "unexpected failure": ("✗", "var(--checks-fail, #b71c1c)"),
+    "expected failure": ("✗", "var(--checks-expected-failure, #a54800)"),
+    "unexpected pass": ("✗", "var(--checks-fail, #b71c1c)"),
+    "expected inconclusive": ("?", "var(--checks-expected-failure, #a54800)"),
+    "unexpected inconclusive": ("?", "var(--checks-fail, #b71c1c)"),
+    "planned": ("○", ""),
+}
+
+
+def verdict_mark(record: Record) -> tuple[str, str]:
+    """The symbol before a verdict's word and the colour of both ("" leaves the text's own), by the record's
+    status (its outcome read against what the chapter declared)."""
+    return VERDICT_MARKS[record.status or "planned"]
 
 
 def _check_cell(record: Record, keys: Sequence[str]) -> str:
@@ -495,8 +525,9 @@ def failure_html(record: Record) -> str:
     It is a box the reader can fold; the environment lists only what differs from the page's own (stated
     once under the page's title), and the discrepancy's vectors are folded like the table's.
     """
-    kind = "expected failure (a demonstration)" if record.expected_failure else "unexpected failure"
-    title = (f"Failed check: {record.check} ({record.dtype} on {record.device}, "
+    kind = {"expected failure": "expected failure (a demonstration)",
+            "expected inconclusive": "expected inconclusive (a demonstration)"}.get(record.status, record.status)
+    title = (f"{'Inconclusive' if record.verdict == 'inconclusive' else 'Failed'} check: {record.check} ({record.dtype} on {record.device}, "
              f"{HOW_WORDS.get(record.how, record.how)}) — {kind}")
     bad = mismatched_indices(record)
     sections = {
@@ -513,7 +544,8 @@ def failure_html(record: Record) -> str:
                        + _definitions(environment_items(record)),
     }
     body = "".join(f"<h4>{html.escape(name)}</h4>{content}" for name, content in sections.items())
-    classes = "checks-failure checks-expected-failure" if record.expected_failure else "checks-failure"
+    declared = record.status in ("expected failure", "expected inconclusive", "measured")
+    classes = "checks-failure checks-expected-failure" if declared else "checks-failure"
     return (f'<div class="{classes}" id="{html.escape(failure_anchor(record))}"><details open>'
             f'<summary class="checks-failure-title">{html.escape(title)}</summary>{body}</details></div>')
 
@@ -554,6 +586,8 @@ def environment_items(record: Record) -> dict[str, str]:
 
 def _element(value: Any, index: tuple[int, ...]) -> Any:
     for position in index:
+        if not isinstance(value, list):  # already the element (a library record keeps only its worst one)
+            break
         value = value[position]
     return value
 
@@ -563,15 +597,29 @@ def _change_words(change: dict[str, Any]) -> str:
             f"because: {change['reason']}")
 
 
+# A failure record's layout, inline where JupyterLab's own styles would undo checks.css's (a notebook has no
+# checks.css): JupyterLab floats <dt> and <dd> at 20 % and 80 % of the width, so a long label wraps and its
+# value drifts right, and it breaks <pre> text anywhere, mid-word. A label stands at the top of its row, beside
+# its value's first line (a grid stretches each item to its row's height, the value's lines). On a phone
+# checks.css stacks the list.
+DL_STYLE = ("display: grid; grid-template-columns: max-content minmax(0, 1fr); align-items: start; "
+            "gap: 0.1em 0.8em; margin: 0.2em 0")
+DT_STYLE = "float: none; width: auto; margin: 0; padding: 0"
+DD_STYLE = "float: none; width: auto; margin: 0; padding: 0; overflow-wrap: anywhere"
+PRE_STYLE = "word-break: normal"
+
+
 def _pre(text: str, css: str = "") -> str:
-    return f'<pre class="{css}">{html.escape(text)}</pre>' if css else f"<pre>{html.escape(text)}</pre>"
+    classes = f' class="{css}"' if css else ""
+    return f'<pre{classes} style="{PRE_STYLE}">{html.escape(text)}</pre>'
 
 
 def _definitions(items: dict[str, str], markup: dict[str, str] | None = None) -> str:
     """A definition list of plain texts; markup holds items already written as HTML, which replace them."""
     markup = markup or {}
-    return "<dl>" + "".join(f"<dt>{html.escape(key)}</dt><dd>{markup.get(key, html.escape(value))}</dd>"
-                            for key, value in items.items()) + "</dl>"
+    return f'<dl style="{DL_STYLE}">' + "".join(
+        f'<dt style="{DT_STYLE}">{html.escape(key)}</dt><dd style="{DD_STYLE}">{markup.get(key, html.escape(value))}</dd>'
+        for key, value in items.items()) + "</dl>"
 
 
 def tolerance_notes(records: Sequence[Record]) -> str:
@@ -583,9 +631,20 @@ def tolerance_notes(records: Sequence[Record]) -> str:
 
 
 def embed(records: Sequence[Record]) -> str:
-    """Executed records as JSON inside the page, for the ledger; '</' is escaped so HTML stays intact."""
+    """Executed records as JSON inside the page, for its readers and the ledger's verifier ('</' escaped so the
+    HTML stays intact); the build learns that they are shown from records.displayed, not from this HTML."""
     executed = [record.to_dict() for record in records if record.executed]
     if not executed:
         return ""
+    displayed([item["id"] for item in executed], _running_cell())
     payload = json.dumps(executed, sort_keys=True).replace("</", "<\\/")
     return f'<script type="{RECORDS_MIME}">{payload}</script>'
+
+
+def _running_cell() -> int | None:
+    """The execution count the notebook records for the cell running now, or None outside IPython. While a
+    cell runs, IPython's counter already holds the next cell's number (measured with ipykernel and nbclient:
+    the n-th cell, recorded as n, reads n + 1)."""
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    count = getattr(shell, "execution_count", None)
+    return count - 1 if isinstance(count, int) else None

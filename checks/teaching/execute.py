@@ -14,7 +14,7 @@ from ..core.tolerances import NUMERICAL_SAFETY, Tolerance, estimate_tolerance
 from .environment import device_name, environment
 from .observe import observe
 from .planning import PlannedCheck
-from .records import Record
+from .records import Record, collect
 
 
 def execute(check: PlannedCheck) -> Record:
@@ -46,7 +46,7 @@ def _executed(check: PlannedCheck, record: Record, observed: torch.Tensor, toler
     undiscriminating = _undiscriminating(check.expected, observed, tolerance) if check.how == "numerical" else ""
     if undiscriminating:
         comparison = replace(comparison, passed=False, message=f"{undiscriminating}\n{comparison.message}")
-    return replace(
+    return collect(replace(
         record,
         observed_gradient=observed.cpu().to(torch.float64).tolist(),
         executed=True,
@@ -60,7 +60,7 @@ def _executed(check: PlannedCheck, record: Record, observed: torch.Tensor, toler
         message=comparison.message,
         device_name=device_name(check.device),
         environment=environment(check.seed),
-    )
+    ))
 
 
 def _undiscriminating(expected: torch.Tensor, observed: torch.Tensor, tolerance: Tolerance) -> str:

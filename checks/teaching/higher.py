@@ -24,7 +24,7 @@ from ..core.tolerances import Tolerance, default_tolerance, estimate_tolerance
 from .environment import device_name, environment
 from .expectations import reference_input
 from .planning import weak_reasons
-from .records import Provenance, Record
+from .records import Provenance, Record, collect
 from .source import source_of
 
 Function = Callable[[torch.Tensor], torch.Tensor]
@@ -186,7 +186,7 @@ def matrix_record(
     caught = detectable(expected, tolerance)  # what the allowance could catch, compared or not
     what = "Hessian" if expectation.order == 2 else "Jacobian"
     summary = estimate.summary() if estimate is not None else {}
-    return Record(
+    return collect(Record(
         check=label or f"{what} of {expectation.function} by {WAY_WORDS[way]}",
         function=expectation.function,
         x=reference.tolist(),
@@ -218,11 +218,11 @@ def matrix_record(
         evaluations=summary.get("evaluations"),
         error_estimate=summary.get("error_estimate"),
         code={"f": source_of(expectation.f), "matrix": source_of(expectation.d)},
-    )
+    ))
 
 
 @dataclass(frozen=True)
-class TorchCheckOutcome:
+class TorchCheckRun:
     """What gradcheck or gradgradcheck said about f at x, and how long it took."""
 
     check: str
@@ -232,7 +232,7 @@ class TorchCheckOutcome:
     seconds: float
 
 
-def run_torch_check(f: Function, x: torch.Tensor, check: str = "gradgradcheck") -> TorchCheckOutcome:
+def run_torch_check(f: Function, x: torch.Tensor, check: str = "gradgradcheck") -> TorchCheckRun:
     """torch.autograd.gradcheck or gradgradcheck with their defaults; a mismatch is an outcome, not a crash."""
     runner = {"gradcheck": torch.autograd.gradcheck, "gradgradcheck": torch.autograd.gradgradcheck}.get(check)
     if runner is None:
@@ -245,7 +245,7 @@ def run_torch_check(f: Function, x: torch.Tensor, check: str = "gradgradcheck") 
             passed, message = bool(runner(f, (point,))), f"{check} returned True"
         except GradcheckError as error:
             passed, message = False, str(error).strip().splitlines()[0]
-    return TorchCheckOutcome(check, dtype_name(x.dtype), passed, message, time.perf_counter() - start)
+    return TorchCheckRun(check, dtype_name(x.dtype), passed, message, time.perf_counter() - start)
 
 
 SECOND_DERIVATIVE_CHECKS = ("gradcheck", "gradgradcheck", "this checker on the create_graph gradient")

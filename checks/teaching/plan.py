@@ -25,7 +25,7 @@ from .display import records_html
 from .execute import execute
 from .expectations import Blanks, Expectation, reference_input
 from .planning import OWN_HOWS, PlannedCheck, planned_checks, planned_dtypes
-from .records import Provenance, Record
+from .records import Provenance, Record, collect
 from .results import Results
 from .witness import Code, function_and_how, run_code
 
@@ -187,7 +187,7 @@ def witness(
     if step is None:
         return results
     # The step and method the reader's numerical code used, kept on its records.
-    return Results([replace(record, step=step, method=method) if record.how == "numerical" else record
+    return Results([collect(replace(record, step=step, method=method)) if record.how == "numerical" else record
                     for record in results])
 
 

@@ -174,7 +174,7 @@ GRADCHECK_DEFAULTS = {name: parameter.default for name, parameter in
 
 
 @dataclass(frozen=True)
-class GradcheckOutcome:
+class GradcheckRun:
     """What torch.autograd.gradcheck did: passed or not, its message, its warnings, how long it took, and,
     when it failed, the Jacobians it printed (flattened; in fast mode, the slow-mode recomputation it adds).
     """
@@ -201,7 +201,7 @@ class GradcheckOutcome:
         return max(rows, key=lambda row: row["difference"] - row["allowed"])
 
 
-def run_gradcheck(f: Function, x: torch.Tensor, *, fast_mode: bool = False, **options: float) -> GradcheckOutcome:
+def run_gradcheck(f: Function, x: torch.Tensor, *, fast_mode: bool = False, **options: float) -> GradcheckRun:
     """torch.autograd.gradcheck(f, (x,)) with its defaults unless given; a mismatch is an outcome, not a crash."""
     point = x.detach().clone().requires_grad_(True)
     used = {**GRADCHECK_DEFAULTS, **options}
@@ -216,7 +216,7 @@ def run_gradcheck(f: Function, x: torch.Tensor, *, fast_mode: bool = False, **op
         seconds = time.perf_counter() - start
     found = tuple(dict.fromkeys(str(w.message).strip() for w in caught))
     analytical, numerical = _printed_jacobians(message, fast_mode)
-    return GradcheckOutcome(dtype_name(x.dtype), fast_mode, passed, message, found, seconds,
+    return GradcheckRun(dtype_name(x.dtype), fast_mode, passed, message, found, seconds,
                             float(used["atol"]), float(used["rtol"]), analytical, numerical)
 
 

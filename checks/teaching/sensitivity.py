@@ -13,10 +13,14 @@ The checkers, each asked "is this backward wrong?" for every case of checks.teac
 - this checker (fast): the same with fast=True, random projections (not among the book's default
   CHECKERS: benchmarks/checker.py runs it beside them).
 
-A flag (a failed check) on a correct op is a false alarm; on a mutant, a detection. This checker has a third
-outcome, inconclusive (an element it cannot judge: a kink, f not finite near x, an estimate too uncertain):
-neither a flag nor a pass, counted on its own. Costs are counted evaluations of f (each point at which f was
-evaluated, batched or not) and wall time.
+A flag (a failed check, outcome "fail") on a correct op is a false alarm; on a mutant, a detection. This
+checker has a third outcome, inconclusive (an element it cannot judge: a kink, f not finite near x, an
+estimate too uncertain): neither a flag nor a pass, counted on its own. Costs are counted evaluations of f
+(each point at which f was evaluated, batched or not) and wall time.
+
+Every run of evaluate() is also a record (checks.teaching.records), collected for the ledger: a measurement,
+whose outcome is a finding whichever it is (a checker that misses a mutant is what the study measures, not
+a fault of the book).
 """
 
 from __future__ import annotations
@@ -33,8 +37,11 @@ from torch.autograd.gradcheck import GradcheckError
 from ..core.checker import check_jacobian
 from ..core.dtypes import dtype_name
 from ..core.errors import CheckInputError
+from ..core.outcome import Outcome
+from .environment import device_name, environment
 from .mutants import Case, Function, suite
 from .precision import run_gradcheck
+from .records import Provenance, Record, collect
 
 CHECKERS: tuple[str, ...] = ("gradcheck (slow)", "gradcheck (fast)", "gradcheck (slow, tuned)",
                              "gradcheck (fast, tuned)", "naive central", "this checker")
@@ -46,9 +53,14 @@ NAIVE_RTOL = 1e-4
 NAIVE_ATOL = 1e-6
 
 
+# Why a run of the suite is a measurement (records.Record.measurement): its outcome is the finding.
+MEASUREMENT = ("a run of the mutant suite: how a checker judges a correct op or a known wrong backward is what "
+               "the study measures, whichever way it goes")
+
+
 @dataclass(frozen=True)
-class Outcome:
-    """One checker on one case in one dtype: did it flag the backward, and at what cost."""
+class Run:
+    """One checker on one case in one dtype: its outcome (fail: it flagged the backward), and at what cost."""
 
     checker: str
     case: str
@@ -56,10 +68,21 @@ class Outcome:
     wrong: bool
     delta: float | None
     dtype: str
-    flagged: bool
-    inconclusive: bool
+    outcome: Outcome
     evaluations: int
     seconds: float
+
+    @property
+    def flagged(self) -> bool:
+        return self.outcome == "fail"
+
+    @property
+    def inconclusive(self) -> bool:
+        return self.outcome == "inconclusive"
+
+    def row(self) -> dict[str, object]:
+        """The run's fields with flagged and inconclusive, as the tables group them."""
+        return {**vars(self), "flagged": self.flagged, "inconclusive": self.inconclusive}
 
 
 class _Counted:
@@ -73,7 +96,7 @@ class _Counted:
         return self.f(x)
 
 
-Verdict = tuple[bool, bool, int]  # (flagged, inconclusive, evaluations of f)
+Said = tuple[Outcome, int]  # (the checker's outcome, evaluations of f)
 
 
 @dataclass(frozen=True)
@@ -88,7 +111,7 @@ class Setting:
         return f"eps={self.eps:g}, atol={self.atol:g}, rtol={self.rtol:g}"
 
 
-def _gradcheck(f: Function, x: torch.Tensor, fast: bool, setting: Setting | None = None) -> Verdict:
+def _gradcheck(f: Function, x: torch.Tensor, fast: bool, setting: Setting | None = None) -> Said:
     counted = _Counted(f, x.shape)
     options = {} if setting is None else vars(setting)
     with warnings.catch_warnings():
@@ -99,10 +122,10 @@ def _gradcheck(f: Function, x: torch.Tensor, fast: bool, setting: Setting | None
                                               **options)
         except GradcheckError:
             passed = False
-    return not passed, False, counted.count
+    return "pass" if passed else "fail", counted.count
 
 
-def _naive(f: Function, x: torch.Tensor) -> Verdict:
+def _naive(f: Function, x: torch.Tensor) -> Said:
     autograd = torch.autograd.functional.jacobian(f, x.detach().clone().requires_grad_(True))
     autograd = autograd.reshape(-1, x.numel()).to(torch.float64)
     flat = x.detach().reshape(-1)
@@ -115,15 +138,15 @@ def _naive(f: Function, x: torch.Tensor) -> Verdict:
             columns.append(((plus - minus).to(torch.float64) / (2 * NAIVE_STEP)).reshape(-1))
     numerical = torch.stack(columns, 1)
     close = torch.allclose(autograd, numerical, rtol=NAIVE_RTOL, atol=NAIVE_ATOL)
-    return not close, False, 2 * flat.numel() + 1
+    return "pass" if close else "fail", 2 * flat.numel() + 1
 
 
-def _ours(f: Function, x: torch.Tensor, fast: bool = False) -> Verdict:
+def _ours(f: Function, x: torch.Tensor, fast: bool = False) -> Said:
     report = check_jacobian(f, x, fast=fast)
-    return report.failed, report.outcome == "inconclusive", report.evaluations
+    return report.outcome, report.evaluations
 
 
-RUNNERS: dict[str, Callable[[Function, torch.Tensor], Verdict]] = {
+RUNNERS: dict[str, Callable[[Function, torch.Tensor], Said]] = {
     "gradcheck (slow)": lambda f, x: _gradcheck(f, x, fast=False),
     "gradcheck (fast)": lambda f, x: _gradcheck(f, x, fast=True),
     "naive central": _naive,
@@ -133,8 +156,8 @@ RUNNERS: dict[str, Callable[[Function, torch.Tensor], Verdict]] = {
 
 
 def runner(checker: str, dtype: torch.dtype, tuned: Mapping[str, Setting] | None = None
-           ) -> Callable[[Function, torch.Tensor], Verdict]:
-    """The checker, as a function (f, x) -> (flagged, inconclusive, evaluations of f) for inputs of dtype;
+           ) -> Callable[[Function, torch.Tensor], Said]:
+    """The checker, as a function (f, x) -> (its outcome, evaluations of f) for inputs of dtype;
     a tuned gradcheck at its setting for dtype in tuned."""
     if checker not in CHECKERS and checker not in RUNNERS:
         raise CheckInputError(f"checker {checker!r} is not one of {(*CHECKERS, *RUNNERS.keys() - set(CHECKERS))}")
@@ -150,8 +173,9 @@ def runner(checker: str, dtype: torch.dtype, tuned: Mapping[str, Setting] | None
 
 def evaluate(cases: Sequence[Case], dtypes: Sequence[torch.dtype] = (torch.float64, torch.float32),
              checkers: Sequence[str] | None = None, device: str = "cpu",
-             tuned: Mapping[str, Setting] | None = None) -> list[Outcome]:
-    """Run every checker on every case in every dtype; gradcheck's seed is fixed for its fast mode.
+             tuned: Mapping[str, Setting] | None = None) -> list[Run]:
+    """Run every checker on every case in every dtype; gradcheck's seed is fixed for its fast mode. Each run
+    is collected as a record (run_record).
 
     checkers -- None: every checker of CHECKERS, the tuned ones only where tuned gives their settings.
     tuned    -- gradcheck's setting per dtype name, for the tuned checkers (tune_gradcheck).
@@ -164,7 +188,7 @@ def evaluate(cases: Sequence[Case], dtypes: Sequence[torch.dtype] = (torch.float
         for checker in checkers:
             torch.manual_seed(0)
             runners[checker](cases[0].f, cases[0].input(dtypes[0], device))
-    outcomes = []
+    runs = []
     for dtype in dtypes:
         runners = {checker: runner(checker, dtype, tuned) for checker in checkers}
         for case in cases:
@@ -172,10 +196,49 @@ def evaluate(cases: Sequence[Case], dtypes: Sequence[torch.dtype] = (torch.float
             for checker in checkers:
                 torch.manual_seed(0)
                 start = time.perf_counter()
-                flagged, inconclusive, evaluations = runners[checker](case.f, x)
-                outcomes.append(Outcome(checker, case.name, case.kind, case.wrong, case.delta, dtype_name(dtype),
-                                        flagged, inconclusive, evaluations, time.perf_counter() - start))
-    return outcomes
+                outcome, evaluations = runners[checker](case.f, x)
+                runs.append(Run(checker, case.name, case.kind, case.wrong, case.delta, dtype_name(dtype),
+                                outcome, evaluations, time.perf_counter() - start))
+                collect(run_record(runs[-1], case, device))
+    return runs
+
+
+# How each checker observes the backward it judges.
+_HOW: dict[str, Provenance] = {"naive central": "numerical", "this checker": "returned", "this checker (fast)": "vjp"}
+
+
+def _finding(run: Run) -> str:
+    """What a run says about its checker: a detection, a false alarm, a miss, a right pass, or neither."""
+    if run.inconclusive:
+        return "neither flagged nor passed"
+    if run.flagged:
+        return "a detection" if run.wrong else "a false alarm"
+    return "a miss" if run.wrong else "a correct op passed"
+
+
+def run_record(run: Run, case: Case, device: str = "cpu") -> Record:
+    """A run of the suite as a record for the ledger: a measurement (MEASUREMENT), its outcome the checker's."""
+    backward = (f"a mutant's backward, wrong: {case.kind}" + (f" (δ = {case.delta:g})" if case.delta else "")
+                if case.wrong else "torch's own backward (correct)")
+    return Record(
+        check=f"{run.checker} on {case.name}",
+        function=case.name,
+        x=list(case.x),
+        input_shape=[len(case.x)],
+        dtype=run.dtype,
+        device=device,
+        how=_HOW.get(run.checker, "gradcheck"),
+        gradient_formula=backward,
+        derivative_source="the mutant suite (checks.teaching.mutants)",
+        analytical_gradient=None,
+        executed=True,
+        verdict=run.outcome,
+        message=f"{run.checker} {verdict_word(run)} it: {_finding(run)}; {run.evaluations} evaluations of f",
+        device_name=device_name(device),
+        environment=environment(0),
+        measurement=MEASUREMENT,
+        checker=run.checker,
+    )
 
 
 # The grid tune_gradcheck searches: gradcheck's step one per decade around its default 1e-6 and the optimal
@@ -299,16 +362,16 @@ def tuning_frame(tunings: Sequence[Tuning]):
                           "evaluations of f": t.evaluations, "seconds": f"{t.seconds:.1f}"} for t in tunings])
 
 
-def detection_by_delta(outcomes: Sequence[Outcome]):
+def detection_by_delta(outcomes: Sequence[Run]):
     """Fraction of scaled mutants flagged, per δ (rows) and (checker, dtype) (columns)."""
     import pandas as pd
 
-    scaled = pd.DataFrame([vars(o) for o in outcomes if o.kind == "scaled"])
+    scaled = pd.DataFrame([o.row() for o in outcomes if o.kind == "scaled"])
     table = scaled.pivot_table(index="delta", columns=["dtype", "checker"], values="flagged", aggfunc="mean")
     return table.sort_index(ascending=False)
 
 
-def summary(outcomes: Sequence[Outcome]):
+def summary(outcomes: Sequence[Run]):
     """Per checker and dtype: false alarms on correct ops, detections of every mutant, inconclusive checks
     (correct ops and mutants), smallest δ caught by all scaled mutants of that δ, evaluations and seconds
     for the whole suite. The smallest δ is left empty (NaN) for a checker that flags every correct op:
@@ -341,17 +404,17 @@ def summary(outcomes: Sequence[Outcome]):
     return pd.DataFrame(rows)
 
 
-def verdict_word(outcome: Outcome) -> str:
+def verdict_word(outcome: Run) -> str:
     """What a checker said about a case, in the words the chapter's tables use (never True/False)."""
     return "flagged" if outcome.flagged else "inconclusive" if outcome.inconclusive else "passed"
 
 
-def structural(outcomes: Sequence[Outcome]):
+def structural(outcomes: Sequence[Run]):
     """What each checker said about each structural mutant (not scaled): rows (dtype, kind), one column
     per checker, cells "flagged", "passed" or "inconclusive" (verdict_word)."""
     import pandas as pd
 
-    rows = pd.DataFrame([{**vars(o), "said": verdict_word(o)} for o in outcomes if o.wrong and o.kind != "scaled"])
+    rows = pd.DataFrame([{**o.row(), "said": verdict_word(o)} for o in outcomes if o.wrong and o.kind != "scaled"])
     checkers = [c for c in CHECKERS if c in set(rows["checker"])]
     table = rows.pivot(index=["dtype", "kind"], columns="checker", values="said")[checkers]
     dtypes = list(dict.fromkeys(rows["dtype"]))
@@ -359,7 +422,7 @@ def structural(outcomes: Sequence[Outcome]):
     return table.reindex(pd.MultiIndex.from_product([dtypes, kinds], names=["dtype", "kind"]))
 
 
-def detection_plot(outcomes: Sequence[Outcome]):
+def detection_plot(outcomes: Sequence[Run]):
     """Detection rate against δ on a log axis, one panel per dtype (one above the other, for a phone), one
     line per checker, each with its own marker and a small horizontal offset so that equal rates do not hide
     each other (gradcheck fast under slow); the legend, with each checker's false-alarm rate per dtype, sits

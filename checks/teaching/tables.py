@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import CheckInputError
 from .display import (cell_text, data_label, embed, failure_html, format_value, table_box,
-                      tolerance_notes, weak_notes)
+                      tolerance_notes, verdict_mark, weak_notes)
 from .records import Record
 from .results import Results
 
@@ -77,7 +77,7 @@ class ScriptResults(Results):
         # verdict's class (the verdict's colour and symbol, as in the other check tables).
         rows = "".join(
             f'<tr id="{html.escape(record.id)}" class="checks-{record.verdict} '
-            f'checks-outcome-{record.outcome.replace(" ", "-")}">'
+            f'checks-outcome-{record.status.replace(" ", "-")}">'
             + "".join(self._cell_html(record, heading, key, text)
                       for heading, (key, text) in self._cells(record).items() if heading != "observed how")
             + "</tr>"
@@ -91,6 +91,11 @@ class ScriptResults(Results):
         if key == "check":
             content += (f'<br><span class="checks-how" data-field="how">'
                         f'{html.escape(cell_text("how", record))}</span>')
+        if key == "verdict":  # its mark and colour in the markup, as in the other check tables (a notebook has no CSS)
+            mark, colour = verdict_mark(record)
+            style = f' style="color: {colour}"' if colour else ""
+            return (f'<td class="checks-verdict"{data_label(heading)}{style}><span class="checks-verdict-mark" '
+                    f'aria-hidden="true">{mark} </span>{content}</td>')
         return f'<td class="checks-{key}"{data_label(heading)}>{content}</td>'
 
 

@@ -40,7 +40,7 @@ from .display import RAISED_PREFIX, format_value
 from .environment import device_name, environment
 from .expectations import Expectation, reference_input
 from .planning import PlannedCheck, planned_dtypes, tolerance_for, weak_reasons
-from .records import PROVENANCES, Provenance, Record
+from .records import PROVENANCES, Provenance, Record, collect
 from .results import Results
 from .source import source_code, source_of
 from .tables import ScriptResults
@@ -224,7 +224,7 @@ def _judged(record: Record, observed: torch.Tensor | None, expected: torch.Tenso
         passed, message = comparison.passed, comparison.message
         fields |= {"abs_error": comparison.abs_error, "rel_error": comparison.rel_error,
                    "worst_index": list(comparison.worst_index), "mismatched": comparison.mismatched}
-    return replace(
+    return collect(replace(
         record,
         analytical_gradient=None if expected is None else expected.tolist(),
         observed_gradient=None if observed is None else observed.cpu().to(torch.float64).tolist(),
@@ -235,7 +235,7 @@ def _judged(record: Record, observed: torch.Tensor | None, expected: torch.Tenso
         device_name=device_name(record.device),
         environment=environment(seed),
         **fields,  # type: ignore[arg-type]
-    )
+    ))
 
 
 def _name(function: Callable[..., object]) -> str:

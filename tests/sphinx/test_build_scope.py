@@ -19,7 +19,7 @@ import checks.core.devices
 from checks.sphinx import fingerprint, machine
 
 from ..conftest import JUPYTER_BOOK, ROOT
-from ..test_ledger_builds import chapter, small_book
+from .test_ledger_builds import chapter, small_book
 
 # Each execution of the chapter prints a new mark: the page shows the mark of the last execution.
 MARKED = chapter("Marked", "import uuid\nprint('mark', uuid.uuid4().hex, checks.__file__)\n"
@@ -39,6 +39,7 @@ def _append(path: Path) -> None:
 # ---- the fingerprint's scope, on a package of a few files ----
 
 SCOPED = {"__init__.py": True, "core/errors.py": True, "teaching/records.py": True, "sphinx/cache.py": True,
+          "sphinx/kernel_startup.py": True,
           "sphinx/notebooks.py": False, "sphinx/sphinxext.py": False, "sphinx/ledger.py": False}
 
 

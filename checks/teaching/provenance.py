@@ -1,0 +1,386 @@
+"""Provenance read off the reader's code: which statement produced a value, or raised.
+
+A row's `how` says what produced its value, or what raised instead:
+
+- a value: "stored" (a .grad read after backward()), "returned" (what torch.autograd.grad returned;
+  "create_graph" with create_graph=True), torch.func's "jacrev" / "jacfwd" / "vjp" / "jvp" / "hessian",
+  "forward" (computed by the reader's forward: y, or a tensor's property such as x.is_leaf);
+- an error: "constructor" (torch.tensor(..., requires_grad=True) and the other factories),
+  "requires_grad_" (t.requires_grad_() on a tensor made earlier), "forward",
+  "in-place" (x -= ..., x[0] = ..., x.add_(...)), "stored" (backward() raised), "returned" (autograd.grad
+  raised).
+
+Both are read from the statement's source: the cell's text (IPython keeps it in linecache, and so does
+checks.teaching.cells for its re-runs) or the script's file. At a plain Python prompt there is no source; an
+error is then classified by the PyTorch function it passed through (Tensor.backward, torch.autograd.grad), else
+by PyTorch's message where it is unambiguous, and a value is "unknown".
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import os
+import re
+from collections.abc import Sequence
+from types import FrameType, TracebackType
+
+import torch
+
+# Words for the ways checks.teaching.display does not name: a value the forward computed, or none known.
+OTHER_WORDS = {
+    "forward": "computed by the forward",
+    "unknown": "how it was produced is unknown (no source to read)",
+}
+# Which statement raised, and what it then did not deliver.
+RAISER_WORDS = {
+    "constructor": ("the constructor", "nothing made"),
+    "requires_grad_": ("requires_grad_()", "nothing changed"),
+    "forward": ("the forward", "nothing computed"),
+    "in-place": ("an in-place statement", "nothing changed"),
+    "stored": ("backward()", "nothing stored"),
+    "returned": ("torch.autograd.grad", "nothing returned"),
+    "create_graph": ("torch.autograd.grad", "nothing returned"),
+    "jacrev": ("torch.func.jacrev", "nothing returned"),
+    "jacfwd": ("torch.func.jacfwd", "nothing returned"),
+    "vjp": ("torch.func.vjp", "nothing returned"),
+    "jvp": ("torch.func.jvp", "nothing returned"),
+    "hessian": ("torch.func.hessian", "nothing returned"),
+    "unknown": ("a statement", "nothing delivered"),
+}
+
+# Calls that make a tensor (a leaf, when they say requires_grad=True).
+FACTORIES = {"tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "rand", "randn", "randint",
+             "arange", "linspace", "logspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like",
+             "rand_like", "randn_like", "Parameter"}
+FUNC_CALLS = ("hessian", "jacfwd", "jacrev", "jvp", "vjp")
+# Without source, PyTorch's own words say which statement raised (only where they are unambiguous).
+MESSAGES = (
+    ("Only Tensors of floating point and complex dtype can require gradients", "constructor"),
+    ("a leaf Variable that requires grad is being used in an in-place operation", "in-place"),
+    ("Trying to backward through the graph a second time", "stored"),
+    ("does not require grad and does not have a grad_fn", "stored"),
+    ("grad can be implicitly created only for scalar outputs", "stored"),
+)
+_TORCH = os.path.dirname(torch.__file__)
+_CHECKS = os.path.dirname(os.path.dirname(__file__))
+_STDLIB = os.path.dirname(os.__file__)
+
+
+def _called(node: ast.AST) -> list[str]:
+    """The names of the calls in a statement: torch.autograd.grad(...) -> 'autograd.grad', y.backward() -> 'backward'."""
+    names = []
+    for item in ast.walk(node):
+        if isinstance(item, ast.Call):
+            function = item.func
+            if isinstance(function, ast.Attribute):
+                owner = function.value
+                prefix = owner.attr + "." if isinstance(owner, ast.Attribute) else (
+                    owner.id + "." if isinstance(owner, ast.Name) else "")
+                names.append(prefix + function.attr)
+            elif isinstance(function, ast.Name):
+                names.append(function.id)
+    return names
+
+
+def _creates_graph(node: ast.AST) -> bool:
+    return any(isinstance(item, ast.keyword) and item.arg == "create_graph" and isinstance(item.value, ast.Constant)
+               and item.value.value is True for item in ast.walk(node))
+
+
+def statement_kind(node: ast.AST) -> str:
+    """What a statement does, as a way of producing (or failing to produce) a value; see the module doc."""
+    calls = _called(node)
+    last = [name.rsplit(".", 1)[-1] for name in calls]
+    if "backward" in last:
+        return "stored"
+    if "autograd.grad" in calls or ("grad" in calls and "grad" in last):
+        return "create_graph" if _creates_graph(node) else "returned"
+    for name in FUNC_CALLS:
+        if name in last:
+            return name
+    if "requires_grad_" in last:
+        return "requires_grad_"  # asks an existing tensor to require grad: it constructs nothing
+    if isinstance(node, ast.AugAssign) or _assigns_into(node) or any(
+            name.endswith("_") and not name.endswith("__") and name != "requires_grad_" for name in last):
+        return "in-place"
+    if any(name in FACTORIES for name in last):
+        return "constructor"
+    return "forward"
+
+
+def _assigns_into(node: ast.AST) -> bool:
+    """x[0] = ... or x.data = ...: a write into an existing tensor."""
+    return isinstance(node, ast.Assign) and any(isinstance(target, (ast.Subscript, ast.Attribute))
+                                                for target in node.targets)
+
+
+def source_lines(filename: str) -> list[str]:
+    return linecache.getlines(filename)
+
+
+def statement_at(source: str, lineno: int) -> ast.stmt | None:
+    """The innermost simple statement of source that covers line lineno (1-based)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    found = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and node.lineno <= lineno <= (node.end_lineno or node.lineno):
+            if found is None or (node.lineno >= found.lineno and (node.end_lineno or 0) <= (found.end_lineno or 0)):
+                found = node
+    return found
+
+
+def _is_user(filename: str) -> bool:
+    return not (filename.startswith(_TORCH) or filename.startswith(_CHECKS) or filename.startswith(_STDLIB))
+
+
+def raising_statement(traceback: TracebackType | None) -> tuple[str, str]:
+    """(source, kind) of the reader's statement that raised: the deepest frame of the reader's own code.
+
+    The kind is read from the very expression that raised, where Python says which (its instruction's
+    position): in `torch.ones(2, requires_grad=True) @ w` the product raised, not the constructor.
+    """
+    chosen = None
+    while traceback is not None:
+        if _is_user(traceback.tb_frame.f_code.co_filename):
+            chosen = traceback
+        traceback = traceback.tb_next
+    if chosen is None:
+        return "", "unknown"
+    source = "".join(source_lines(chosen.tb_frame.f_code.co_filename))
+    node = statement_at(source, chosen.tb_lineno) if source else None
+    if node is None:
+        return "", "unknown"
+    part = _raising_part(node, chosen)
+    return ast.get_source_segment(source, node) or "", statement_kind(node) if part is None else _part_kind(part, node)
+
+
+def _raising_part(node: ast.stmt, traceback: TracebackType) -> ast.AST | None:
+    """The expression of node at the position of the instruction that raised (None when unknown)."""
+    positions = list(traceback.tb_frame.f_code.co_positions())
+    index = traceback.tb_lasti // 2
+    if not 0 <= index < len(positions) or None in positions[index]:
+        return None
+    line, end_line, column, end_column = positions[index]
+    found = None
+    for item in ast.walk(node):  # breadth first: the last match is the innermost (an Expr's own expression)
+        if (getattr(item, "lineno", None), getattr(item, "col_offset", None), getattr(item, "end_lineno", None),
+                getattr(item, "end_col_offset", None)) == (line, column, end_line, end_column):
+            found = item
+    return found
+
+
+def _part_kind(part: ast.AST, statement: ast.stmt) -> str:
+    """What the raising expression is: a call (by its name), a write into a tensor, or the forward's arithmetic."""
+    if isinstance(part, ast.Call):
+        return statement_kind(ast.Expr(part))
+    if part is statement and isinstance(statement, ast.AugAssign) or (
+            isinstance(part, (ast.Subscript, ast.Attribute)) and isinstance(part.ctx, ast.Store)):
+        return "in-place"
+    if part is statement:
+        return statement_kind(statement)
+    return "forward"
+
+
+def raised_kind(traceback: TracebackType | None, message: str) -> tuple[str, str]:
+    """(statement, kind) of what raised: from the source, else from PyTorch's message, else unknown."""
+    statement, kind = raising_statement(traceback)
+    if kind == "unknown":
+        kind = _torch_entry(traceback) or next((found for words, found in MESSAGES if words in message), "unknown")
+    return statement, kind
+
+
+def _torch_entry(traceback: TracebackType | None) -> str:
+    """Without source: which of PyTorch's Python entry points the error passed through first ('' if none)."""
+    while traceback is not None:
+        code = traceback.tb_frame.f_code
+        if code.co_filename.startswith(_TORCH):
+            autograd = os.path.join(_TORCH, "autograd")
+            if code.co_name == "backward":
+                return "stored"
+            if code.co_name == "grad" and code.co_filename.startswith(autograd):
+                return "returned"
+            return ""
+        traceback = traceback.tb_next
+    return ""
+
+
+# Values ------------------------------------------------------------------------------------------------
+
+
+def call_arguments(frame: FrameType, name: str) -> tuple[str, list[str], dict[str, str]]:
+    """(statement source, source of each positional argument, of each keyword argument) of the call to `name`
+    on the frame's line; empty where there is no source."""
+    source = "".join(source_lines(frame.f_code.co_filename))
+    node = statement_at(source, frame.f_lineno) if source else None
+    if node is None:
+        return "", [], {}
+    for item in ast.walk(node):
+        if isinstance(item, ast.Call) and _called(item)[:1] and _called(item)[0].rsplit(".", 1)[-1] == name:
+            return (ast.get_source_segment(source, node) or "",
+                    [ast.get_source_segment(source, argument) or "" for argument in item.args],
+                    {keyword.arg: ast.get_source_segment(source, keyword.value) or ""
+                     for keyword in item.keywords if keyword.arg})
+    return ast.get_source_segment(source, node) or "", [], {}
+
+
+def value_kind(expression: str, value: object, uses: Sequence[object], history: Sequence[str]) -> str:
+    """How the value an expression names was produced (see the module doc).
+
+    uses    -- the objects the calling code can name: a value that *is* the .grad of one of them (a tensor, a
+               module's parameter, an optimizer's tensor) was stored by backward();
+    history -- sources to search, newest first, for the statement that bound a name (the cell so far, and the
+               cells before it).
+    """
+    from .witness import is_stored_grad
+
+    if isinstance(value, torch.Tensor) and is_stored_grad(value, uses):
+        return "stored"
+    try:
+        node = ast.parse(expression.strip(), mode="eval").body if expression.strip() else None
+    except SyntaxError:
+        node = None
+    if node is None:
+        return "unknown"
+    if isinstance(node, ast.Attribute) and node.attr == "grad":
+        return "stored"  # .grad read (None there: nothing stored yet)
+    if isinstance(node, ast.Name):
+        bound = _binding(node.id, history)
+        if bound is None:
+            return "unknown"
+        node = bound
+    kind = statement_kind(node)
+    if kind == "forward" and any(isinstance(item, ast.Attribute) and item.attr == "grad" for item in ast.walk(node)):
+        return "stored"  # g = x.grad.clone()
+    return "forward" if kind in ("constructor", "requires_grad_", "in-place") else kind
+
+
+def _binding(name: str, history: Sequence[str]) -> ast.AST | None:
+    """The last statement, in the newest source that has one, that assigns name."""
+    for source in history:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        found = None
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                bound = {item.id for target in targets for item in ast.walk(target) if isinstance(item, ast.Name)}
+                if name in bound and (found is None or node.lineno >= found.lineno):
+                    found = node
+        if found is not None:
+            return found
+    return None
+
+
+def source_before(frame: FrameType) -> str:
+    """The calling file's (or cell's) source up to the end of the calling statement (a call may span lines)."""
+    lines = source_lines(frame.f_code.co_filename)
+    node = statement_at("".join(lines), frame.f_lineno) if lines else None
+    return "".join(lines[:max(frame.f_lineno, getattr(node, "end_lineno", 0) or 0)])
+
+
+def words(how: str, observed: object = 0) -> str:
+    """How a value was produced, in the words of the book's tables (checks.teaching.display.HOW_WORDS)."""
+    from .display import HOW_WORDS
+
+    if how == "stored" and observed is None:
+        return "read from .grad: none there"
+    return HOW_WORDS.get(how) or OTHER_WORDS.get(how, how)
+
+
+def raised_words(how: str, error: str) -> str:
+    """'backward() raised RuntimeError: nothing stored'."""
+    raiser, missing = RAISER_WORDS.get(how, (how, "nothing delivered"))
+    return f"{raiser} raised {error}: {missing}"
+
+
+def simple_name(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+# The function and input a gradient is of --------------------------------------------------------------
+
+
+def subject(expression: str, frame: FrameType, history: Sequence[str]) -> tuple[str, torch.Tensor | None]:
+    """(f, x) of the gradient an expression names, read off the reader's code: ("x * x", the tensor x) for
+    x.grad after `y = x * x; y.backward()`, and for g after `(g,) = torch.autograd.grad(y, x)`. f is the
+    output backward() or autograd.grad was given, with the names bound in the code before it written out
+    once (y.sum() after y = torch.sigmoid(x) is torch.sigmoid(x).sum()). ("", None) where the code does not
+    say (no source, or not a gradient)."""
+    try:
+        node = ast.parse(expression.strip(), mode="eval").body if expression.strip() else None
+    except SyntaxError:
+        return "", None
+    output = leaf = None
+    if isinstance(node, ast.Attribute) and node.attr == "grad" and _dotted(node.value):
+        leaf = ast.unparse(node.value)  # x, or a module's parameter: model.weight
+        output = _last_backward(history)
+    elif isinstance(node, ast.Name):
+        bound = _binding(node.id, history)
+        call = next((item for item in ast.walk(bound) if isinstance(item, ast.Call)
+                     and _called(item)[:1] in (["autograd.grad"], ["grad"]) and len(item.args) >= 2), None) \
+            if bound is not None else None
+        if call is not None:
+            output = call.args[0]
+            inputs = call.args[1]
+            inputs = inputs.elts[0] if isinstance(inputs, (ast.Tuple, ast.List)) and len(inputs.elts) == 1 else inputs
+            leaf = inputs.id if isinstance(inputs, ast.Name) else None
+    value = _looked_up(leaf, frame) if leaf else None
+    if output is None or not isinstance(value, torch.Tensor):
+        return "", None
+    function = _written_out(output, leaf, history)
+    if isinstance(value, torch.nn.Parameter):
+        # A module's parameter is where the loss is differentiated, not where it was asked for: the input is
+        # the data the loss reads (x in model(x).sum()), as at=(model, x, y) gives it.
+        names = sorted((name for name in ast.walk(ast.parse(function, mode="eval")) if isinstance(name, ast.Name)),
+                       key=lambda name: name.col_offset)  # as written: X before Y in (model(X) - Y)
+        data = (_looked_up(name.id, frame) for name in names)
+        value = next((item for item in data if isinstance(item, torch.Tensor)
+                      and not isinstance(item, torch.nn.Parameter)), value)
+    return function, value
+
+
+def _dotted(node: ast.AST) -> bool:
+    """A name, or attributes of one (model.weight)."""
+    return isinstance(node, ast.Name) or isinstance(node, ast.Attribute) and _dotted(node.value)
+
+
+def _looked_up(dotted: str, frame: FrameType) -> object:
+    """The object a dotted name names in the frame (None where it names nothing): read, never evaluated."""
+    first, *attributes = dotted.split(".")
+    value = frame.f_locals.get(first, frame.f_globals.get(first))
+    for attribute in attributes:
+        value = getattr(value, attribute, None)
+    return value
+
+
+def _last_backward(history: Sequence[str]) -> ast.AST | None:
+    """The tensor the newest backward() call in the code was called on (y for y.backward())."""
+    for source in history:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        calls = [item for item in ast.walk(tree) if isinstance(item, ast.Call) and isinstance(item.func, ast.Attribute)
+                 and item.func.attr == "backward"]
+        if calls:
+            return max(calls, key=lambda call: (call.lineno, call.col_offset)).func.value
+    return None
+
+
+def _written_out(output: ast.AST, leaf: str, history: Sequence[str]) -> str:
+    """The output's source with each name (but the input's) replaced once by what the code bound it to."""
+
+    class Expand(ast.NodeTransformer):
+        def visit_Name(self, name: ast.Name) -> ast.AST:  # noqa: N802 (ast's naming)
+            bound = _binding(name.id, history) if name.id != leaf.split(".")[0] else None
+            if isinstance(bound, ast.Assign) and len(bound.targets) == 1 and isinstance(bound.targets[0], ast.Name):
+                return bound.value
+            return name
+
+    return ast.unparse(Expand().visit(ast.parse(ast.unparse(output), mode="eval")))

@@ -1,0 +1,247 @@
+"""The rows of plain cells' checks (checks.expect, checks.raises), as a reader sees them.
+
+At a Python prompt each check prints one line:
+
+    ✓ pass  d/dx x·x = 2x at 3: expected 6, observed 6 (float32, cpu)
+
+its mark and verdict in the outcome's colour in a terminal or a notebook (plain text into a file or a pipe).
+
+In a page, the rows of one cell (one per check, dtype and device) are shown together after the cell: a
+compact table (verdict, check with how its value was produced, expected, observed, dtype · device), which
+checks.css lays out as cards on a phone; under it, one box per failed check with the words a learner would search for
+(PyTorch's message, or the comparison and its diagnosis) in view and the rest (code, environment, the whole
+record) folded. The records are embedded as JSON for the ledger's cross-check (display.embed).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from .display import data_label, embed, environment_items, failure_anchor, format_value, table_box, vector_html
+from .provenance import raised_words, words
+from .records import Record
+
+MARKS = {"pass": "✓", "fail": "✗", "inconclusive": "?"}
+# Where a record keeps what the chapter declared (expected_failure="why", inconclusive="why").
+DECLARED = "Declared: "
+RAISED = "PyTorch raised "  # as checks.teaching.display.RAISED_PREFIX reads it back
+DIAGNOSIS = "Diagnosis: "
+
+
+def _line_of(record: Record, start: str) -> str:
+    return next((line.removeprefix(start) for line in record.message.splitlines() if line.startswith(start)), "")
+
+
+def declared(record: Record) -> str:
+    return _line_of(record, DECLARED)
+
+
+def raised(record: Record) -> str:
+    """'RuntimeError: message' when the check's statement raised; '' otherwise."""
+    return _line_of(record, RAISED)
+
+
+def diagnosis_of(record: Record) -> str:
+    return _line_of(record, DIAGNOSIS)
+
+
+def verdict_words(record: Record) -> str:
+    """'pass', 'fail', 'fail, as declared: why' (a demonstration), 'inconclusive'."""
+    why = declared(record)
+    if why:
+        return f"{record.verdict}, as declared: {why}"
+    return str(record.verdict)
+
+
+def short(message: str, limit: int = 90) -> str:
+    """The words of an error a learner would search for: its first sentence, when the whole is long."""
+    if len(message) <= limit:
+        return message
+    cut = min((at for at in (message.find(". "), message.find(" (")) if at > 0), default=limit)
+    return message[:cut] + " …"
+
+
+def how_text(record: Record) -> str:
+    error = raised(record)
+    if error:
+        return raised_words(record.how, error.split(":", 1)[0])
+    return words(record.how, record.observed_gradient)
+
+
+def expected_text(record: Record) -> str:
+    if record.gradient_formula.startswith("raises "):
+        return record.gradient_formula
+    return "None" if record.analytical_gradient is None else format_value(record.analytical_gradient)
+
+
+def observed_text(record: Record) -> str:
+    error = raised(record)
+    if error:
+        return f"{how_text(record).split(':')[0]}: {short(error.split(': ', 1)[-1])}"
+    return "None" if record.observed_gradient is None else format_value(record.observed_gradient)
+
+
+# A printed line's mark and verdict in the colour of its outcome, as the page's tables colour them (green a pass,
+# red a problem, orange a demonstration): ANSI escape codes, which a terminal and a notebook's output (JupyterLab,
+# Colab, VS Code) show as colours. Green and red are the terminal's own (they follow its theme); orange is
+# colour 130 of the 256 (#af5f00), where the 16 have only a yellow that is hard to read on white.
+LINE_COLOURS = {
+    "pass": "32",
+    "unexpected failure": "31",
+    "unexpected pass": "31",
+    "unexpected inconclusive": "31",
+    "expected failure": "38;5;130",
+    "expected inconclusive": "38;5;130",
+}
+
+
+def in_colour(stream: TextIO | None = None) -> bool:
+    """Whether lines printed to stream (sys.stdout) are shown in colour: in a terminal, or in a notebook (the
+    stream of an IPython kernel, whose front end renders ANSI codes); never into a file or a pipe, nor where
+    the NO_COLOR environment variable is set (no-color.org)."""
+    stream = sys.stdout if stream is None else stream
+    if os.environ.get("NO_COLOR"):
+        return False
+    if type(stream).__module__.split(".")[0] == "ipykernel":
+        return True
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
+def line(record: Record, colour: bool = False) -> str:
+    """One line of text for a check: verdict, label, expected, observed, dtype and device, the slip seen.
+
+    With colour, the mark and verdict are wrapped in the ANSI codes of the outcome's colour (LINE_COLOURS);
+    the text is the same.
+    """
+    mark = MARKS.get(str(record.verdict), "·")
+    verdict = f"{mark} {verdict_words(record)}"
+    code = LINE_COLOURS.get(str(record.status)) if colour else None
+    if code:
+        verdict = f"\033[{code}m{verdict}\033[0m"
+    text = (f"{verdict}  {record.check}: expected {expected_text(record)}, "
+            f"observed {observed_text(record)} ({record.dtype}, {record.device})")
+    found = diagnosis_of(record)
+    return f"{text} — {found}" if found and record.verdict != "pass" else text
+
+
+def rows_html(records: Sequence[Record]) -> str:
+    """The compact table of a cell's rows, each failure under it, and the records embedded for the ledger."""
+    head = "".join(f'<th scope="col">{name}</th>' for name in COLUMNS)
+    body = "".join(_row(record) for record in records)
+    table = table_box(f'<table class="checks-table checks-rows"><thead><tr>{head}</tr></thead>'
+                      f"<tbody>{body}</tbody></table>")
+    return table + failures_html(records) + embed(records)
+
+
+COLUMNS = ("verdict", "check", "shape · dtype · device", "expected", "observed")
+
+
+def shape_text(record: Record) -> str:
+    """The observed value's shape, (3,) or (); "none" where no value was observed."""
+    if record.observed_gradient is None:
+        return "none"
+    shape = record.input_shape
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _row(record: Record) -> str:
+    declared_note = declared(record)
+    outcome = ("expected-failure" if declared_note and record.verdict == "fail" else
+               "unexpected-failure" if record.verdict == "fail" else str(record.verdict))
+    note = '<span class="checks-verdict-note">as declared</span>' if declared_note else ""
+    verdict = html.escape(str(record.verdict)) + note
+    if record.verdict != "pass":
+        verdict = f'<a href="#{html.escape(failure_anchor(record))}">{verdict}</a>'
+    check = (f'<span data-field="check">{html.escape(record.check)}</span><br>'
+             f'<span class="checks-how" data-field="how">{html.escape(how_text(record))}</span>')
+    expected = (html.escape(expected_text(record)) if record.analytical_gradient is None
+                else vector_html(record.analytical_gradient))
+    error = raised(record)
+    observed = _folded_error(error) if error else (
+        html.escape(observed_text(record)) if record.observed_gradient is None else vector_html(record.observed_gradient))
+    cells = (f'<td class="checks-verdict" data-field="verdict"{data_label("verdict")}>{verdict}</td>'
+             f'<td class="checks-check"{data_label("check")}>{check}</td>'
+             f'<td class="checks-input_shape-dtype-device"{data_label("shape · dtype · device")}>'
+             f'<span data-field="input_shape">{html.escape(shape_text(record))}</span> · '
+             f'<span data-field="dtype">{html.escape(record.dtype)}</span> · '
+             f'<span data-field="device">{html.escape(record.device)}</span></td>'
+             f'<td class="checks-analytical_gradient" data-field="analytical_gradient"{data_label("expected")}>'
+             f"{expected}</td>"
+             f'<td class="checks-observed_gradient" data-field="observed_gradient"{data_label("observed")}>'
+             f"{observed}</td>")
+    return (f'<tr id="{html.escape(record.id)}" class="checks-{html.escape(str(record.verdict))} '
+            f'checks-outcome-{outcome}">{cells}</tr>')
+
+
+def _folded_error(error: str) -> str:
+    """PyTorch's error, its first sentence in view and the rest a click away."""
+    shown = short(error)
+    if shown == error:
+        return html.escape(error)
+    return (f'<details class="checks-error"><summary>{html.escape(shown)}</summary>'
+            f"{html.escape(error)}</details>")
+
+
+def failures_html(records: Sequence[Record]) -> str:
+    """The failures of a cell, one box per check: its rows' dtypes and devices together when they failed alike."""
+    groups: dict[tuple[str, str, str], list[Record]] = {}
+    for record in records:
+        if record.verdict != "pass":
+            key = (record.check, str(record.verdict), raised(record).split(":", 1)[0] or diagnosis_of(record))
+            groups.setdefault(key, []).append(record)
+    return "".join(failure_html(group) for group in groups.values())
+
+
+def failure_html(group: Sequence[Record]) -> str:
+    """A check's failure, compact: what a learner would search for in view (PyTorch's message, or expected
+    against observed and the slip the numbers show); the message, code, environment and records folded."""
+    first = group[0]
+    why = declared(first)
+    kind = f"as declared: {why}" if why else "not declared: a problem"
+    where = " and ".join(dict.fromkeys(f"{record.dtype}, {record.device}" for record in group))
+    title = f"{first.check} ({where}): {first.verdict}, {kind}"
+    error = raised(first)
+    leads = [short(error)] if error else [
+        f"expected {expected_text(record)}, observed {observed_text(record)} ({record.dtype}, {record.device})"
+        for record in group]
+    shown = "".join(f'<pre class="checks-message">{html.escape(lead)}</pre>' for lead in leads)
+    found = diagnosis_of(first)
+    if found:
+        shown += f'<p class="checks-diagnosis">{html.escape(found)}</p>'
+    folded = "".join(_details(record) for record in group)
+    anchors = "".join(f'<span id="{html.escape(failure_anchor(record))}"></span>' for record in group[1:])
+    classes = "checks-failure checks-compact" + (" checks-expected-failure" if why else "")
+    return (f'<div class="{classes}" id="{html.escape(failure_anchor(first))}">{anchors}'
+            f'<p class="checks-failure-title">{html.escape(title)}</p>{shown}{folded}</div>')
+
+
+def _details(record: Record) -> str:
+    code = "".join(f"<pre class=\"checks-code\">{html.escape(text)}</pre>" for text in record.code.values())
+    environment = "".join(f"<dt>{html.escape(key)}</dt><dd>{html.escape(value)}</dd>"
+                          for key, value in environment_items(record).items())
+    whole = html.escape(json.dumps(record.to_dict(), indent=1, sort_keys=True))
+    return (f'<details class="checks-failure-details"><summary>details ({html.escape(record.dtype)}, '
+            f"{html.escape(record.device)}): message, code, environment, record</summary>"
+            f"<pre>{html.escape(record.message)}</pre><h4>Code</h4>{code}"
+            f"<h4>Environment</h4><dl>{environment}</dl><h4>Record</h4><pre>{whole}</pre></details>")
+
+
+class Rows:
+    """A cell's rows: text lines in a terminal or a notebook's plain view, the table in a page."""
+
+    def __init__(self, records: Sequence[Record]) -> None:
+        self.records = list(records)
+
+    def __repr__(self) -> str:
+        return "\n".join(line(record) for record in self.records)
+
+    def _repr_html_(self) -> str:
+        return rows_html(self.records)

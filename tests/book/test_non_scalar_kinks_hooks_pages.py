@@ -1,0 +1,332 @@
+"""The chapters on non-scalar outputs, kinks and NaN, and hooks and custom Functions, read from the built
+HTML: the plain PyTorch each shows, the real errors it captured (recomputed here with torch and found word
+for word), its checks (executed, failed only where declared), no plumbing in view, no machine path, and
+the numbers glued into its prose (recomputed here with plain PyTorch)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import Path
+
+import pytest
+import torch
+from bs4 import BeautifulSoup
+from torch.autograd.function import once_differentiable
+from torch.autograd.gradcheck import GradcheckError
+
+from ..helpers import embedded_records, main_text, page, visible_code, without_exercises
+
+NON_SCALAR = "book/non-scalar.html"
+KINKS = "book/kinks-and-nan.html"
+HOOKS = "book/hooks-and-functions.html"
+CHAPTERS = (NON_SCALAR, KINKS, HOOKS)
+
+# What a reader must never see in a visible cell: the book's own plumbing.
+PLUMBING = ("glue", "HTML(", "records_html", "checks.display", "checks.mutants", "checks.sensitivity",
+            "subprocess", "junitxml", "myst_nb", "TABLE =")
+# Paths of the machine that built the book.
+MACHINE_PATHS = re.compile(r"/tmp/|/work/|/home/|/root/|site-packages|\.venv|/usr/lib/python")
+
+
+@pytest.fixture(scope="module")
+def pages(book_html: Path) -> dict[str, BeautifulSoup]:
+    return {name: page(book_html, name) for name in CHAPTERS}
+
+
+def plain_text(soup: BeautifulSoup) -> str:
+    """The page's main text as PyTorch writes it: Sphinx's curly quotes straightened, whitespace collapsed."""
+    text = unicodedata.normalize("NFKC", main_text(soup))
+    text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"')
+    # Inline markup (a glued number, inline code) is joined to the text by a space: "(2, 4, 6) , the".
+    return re.sub(r"(?<=\S) (?=[,.;:)])|(?<=[(\"]) (?=\S)", "", " ".join(text.split()))
+
+
+def code(soup: BeautifulSoup) -> str:
+    """The visible code without whitespace (highlighted code is split into tokens)."""
+    return "".join(visible_code(soup).split())
+
+
+def shown(message: str) -> str:
+    return " ".join(message.split())
+
+
+def error_of(call) -> str:
+    try:
+        call()
+    except (RuntimeError, GradcheckError) as error:
+        return str(error)
+    raise AssertionError("no error was raised")
+
+
+def listed(values: torch.Tensor) -> str:
+    """A vector as the chapters' prose writes it: (2, -4, 3)."""
+    return "(" + ", ".join(format(value, "g") for value in values.tolist()) + ")"
+
+
+def records_of(soup: BeautifulSoup) -> list[dict]:
+    return embedded_records(soup)
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_checks_ran_and_failed_only_where_declared(pages: dict[str, BeautifulSoup], name: str) -> None:
+    records = records_of(pages[name])
+    assert records and all(record["executed"] for record in records)
+    unexpected = [record["check"] for record in records if (record["verdict"] == "fail") != record["expected_failure"]]
+    assert not unexpected, unexpected
+    assert len({record["id"] for record in records}) == len(records)
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_no_plumbing_in_visible_cells_and_no_machine_path_on_the_page(book_html: Path, pages: dict[str, BeautifulSoup],
+                                                                      name: str) -> None:
+    visible = visible_code(pages[name])
+    assert visible, name
+    assert not [word for word in PLUMBING if word in visible], name
+    html = (book_html / name).read_text(encoding="utf-8")
+    assert not MACHINE_PATHS.findall(html), sorted(set(MACHINE_PATHS.findall(html)))
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_the_visible_cells_run_when_pasted_in_order(pages: dict[str, BeautifulSoup], name: str) -> None:
+    # Code pasted in order runs: run the visible cells alone, in order, in a fresh namespace.
+    namespace: dict = {}
+    cells = [cell.get_text() for cell in pages[name].select("div.cell_input pre")]
+    assert len(cells) >= 8, name
+    for cell in cells:
+        exec(compile(cell, name, "exec"), namespace)  # noqa: S102 (the book's own code)
+
+
+# --- Non-scalar outputs -------------------------------------------------------------------------------------
+
+
+def test_non_scalar_shows_the_plain_pytorch(pages: dict[str, BeautifulSoup]) -> None:
+    visible = code(pages[NON_SCALAR])
+    for call in ("requires_grad=True", "y.backward()", "y.backward(gradient=v)",
+                 "torch.autograd.grad(y,x,grad_outputs=v)", "y.sum().backward()",
+                 "torch.autograd.functional.jacobian(f,x)", "torch.func.jacrev(f)(x)", "torch.func.jacfwd(f)(x)",
+                 "torch.func.vjp(f,x)", "torch.func.jvp(f,(x,),(u,))"):
+        assert call in visible, call
+
+
+def test_non_scalar_quotes_pytorch_s_own_errors(pages: dict[str, BeautifulSoup]) -> None:
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    scalar = error_of(lambda: (x**2).backward())
+    shape = error_of(lambda: (x**2).backward(gradient=torch.ones(2)))
+    text = plain_text(pages[NON_SCALAR])
+    assert "grad can be implicitly created only for scalar outputs" in scalar
+    quotes = [shown(quote.get_text()) for quote in pages[NON_SCALAR].select("blockquote.checks-quote")]
+    assert shown(scalar) in quotes and shown(shape) in quotes
+    assert f"RuntimeError: {scalar}" in text  # the plain cell's own output
+
+
+def test_non_scalar_glues_the_products_pytorch_computes(pages: dict[str, BeautifulSoup]) -> None:
+    x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    v = torch.tensor([1.0, -1.0, 0.5], dtype=torch.float64)
+    (vjp,) = torch.autograd.grad(x**2, x, grad_outputs=v)
+    A = torch.tensor([[1.0, 2.0, 0.0], [0.0, -1.0, 3.0]], dtype=torch.float64)
+    _, jvp = torch.func.jvp(lambda t: A @ t, (x.detach(),), (torch.ones(3, dtype=torch.float64),))
+    text = plain_text(pages[NON_SCALAR])
+    assert f"backward(gradient=v) stored {listed(vjp)} and torch.autograd.grad returned {listed(vjp)}" in text
+    assert f"summing first stored {listed(2 * x.detach())}, the diagonal" in text
+    assert f"the JVP {listed(jvp)} the shape of" in text
+    assert f"Summing first gave {listed(A.sum(dim=0))}" in text
+    assert "shape 2×3 (outputs × inputs)" in text
+
+
+def test_non_scalar_records_each_way_against_the_hand_written_jacobian(pages: dict[str, BeautifulSoup]) -> None:
+    records = records_of(without_exercises(pages[NON_SCALAR]))
+    hows = {record["how"] for record in records}
+    assert {"stored", "returned", "jacrev", "jacfwd", "vjp", "jvp"} <= hows
+    jacobians = [record for record in records if record["check"].endswith(": A")]
+    assert len(jacobians) >= 3
+    assert all(record["analytical_gradient"] == [[1, 2, 0], [0, -1, 3]] and record["verdict"] == "pass"
+               for record in jacobians)
+    failures = sorted(record["check"].split(": ", 1)[1] for record in records if record["expected_failure"])
+    assert set(failures) == {"y.backward()", "y.backward(gradient=...), 2 weights, 3 outputs"}
+
+
+# --- Kinks and NaN ------------------------------------------------------------------------------------------
+
+
+def test_kinks_shows_the_plain_pytorch(pages: dict[str, BeautifulSoup]) -> None:
+    visible = code(pages[KINKS])
+    for call in ("torch.relu(x).sum().backward()", "torch.abs(x).sum().backward()", "torch.max(x).backward()",
+                 "torch.amax(x,dim=0).backward()", "torch.max(x,dim=0)", "x.clamp(0,1).sum().backward()",
+                 "torch.sqrt(x).backward()", "torch.where(x>0,torch.sqrt(x),0.0).sum().backward()",
+                 "torch.where(positive,x,1.0)", "torch.sqrt(x.clamp(min=0))",
+                 "torch.autograd.gradcheck(torch.abs,(x,))",
+                 "checks.check_jacobian(torch.relu,x)", "report.reason(1,1)"):
+        assert call in visible, call
+
+
+def _grad(function, values, dtype=torch.float64) -> torch.Tensor:
+    x = torch.tensor(values, dtype=dtype, requires_grad=True)
+    function(x).sum().backward()
+    return x.grad
+
+
+def test_kinks_glues_the_gradients_pytorch_returns(pages: dict[str, BeautifulSoup]) -> None:
+    text = plain_text(pages[KINKS])
+    relu0 = _grad(torch.relu, [0.0]).item()
+    abs0 = _grad(torch.abs, [0.0]).item()
+    assert (relu0, abs0) == (0.0, 0.0)  # the minimum-norm subgradients the chapter writes down first
+    assert f"relu gave {relu0:g} at 0 and abs gave {abs0:g}" in text
+    ties = [1.0, 3.0, 3.0]
+    max_all, amax = _grad(torch.max, ties), _grad(lambda t: t.amax(0), ties)
+    max_dim = _grad(lambda t: t.max(dim=0).values, ties)
+    said = f"torch.max(x) stored {listed(max_all)}, torch.amax {listed(amax)}, and torch.max(x, dim=0) {listed(max_dim)}"
+    assert said in text
+    assert f"clamp stored {listed(_grad(lambda t: t.clamp(0, 1), [-0.5, 0.0, 0.5, 1.0, 1.5]))}" in text
+    points = [-1.0, 0.0, 4.0]
+    trap = _grad(lambda t: torch.where(t > 0, torch.sqrt(t), 0.0), points)
+    assert trap[:2].isnan().all()
+    safe = _grad(lambda t: torch.where(t > 0, torch.sqrt(torch.where(t > 0, t, 1.0)), 0.0), points)
+    clamped = _grad(lambda t: torch.sqrt(t.clamp(min=0)), points)
+    assert f"on the output alone gave {listed(trap)}" in text
+    assert f"on the input too gave {listed(safe)}" in text
+    assert f"clamping gave {listed(clamped)}" in text
+    hardtanh = _grad(torch.nn.functional.hardtanh, [-1.0, 0.0, 1.0])
+    assert f"hardtanh stored {listed(hardtanh)}" in text
+
+
+def test_kinks_sqrt_at_zero_is_an_infinity_matched_by_the_same_infinity(pages: dict[str, BeautifulSoup]) -> None:
+    records = [record for record in records_of(pages[KINKS]) if record["function"] == "sqrt(x)"]
+    assert {record["dtype"] for record in records} == {"float32", "float64"}
+    assert all(record["verdict"] == "pass" and record["observed_gradient"] == float("inf")
+               and record["analytical_gradient"] == float("inf") for record in records)
+
+
+def test_kinks_quotes_gradcheck_and_reports_the_checker_s_outcome(pages: dict[str, BeautifulSoup]) -> None:
+    x = torch.tensor([-1.0, 0.0, 2.0], dtype=torch.float64, requires_grad=True)
+    relu_error = error_of(lambda: torch.autograd.gradcheck(torch.relu, (x,)))
+    assert torch.autograd.gradcheck(torch.abs, (x,))
+    quotes = [shown(quote.get_text()) for quote in pages[KINKS].select("blockquote.checks-quote")]
+    assert shown(relu_error) in quotes
+    text = plain_text(pages[KINKS])
+    assert "[('inconclusive', 'kink'), ('inconclusive', 'kink')]" in text
+    assert ("The check of relu is inconclusive (reason kink), and so is the check of abs: inconclusive, reason kink"
+            in text)
+    assert "and True for abs" in text
+    records = records_of(without_exercises(pages[KINKS]))
+    gradcheck = [record for record in records if record["how"] == "gradcheck"]
+    assert len(gradcheck) >= 1 and all(record["expected_failure"] and "Jacobian mismatch" in record["message"]
+                                       for record in gradcheck)
+    central = {record["function"]: record for record in records
+               if record["how"] == "numerical" and record["device"] == "cpu"}
+    assert central["relu(x).sum()"]["observed_gradient"][1] == pytest.approx(0.5)
+    assert central["relu(x).sum()"]["expected_failure"] and central["abs(x).sum()"]["verdict"] == "pass"
+
+
+def test_kinks_declares_exactly_the_failures_the_prose_predicts(pages: dict[str, BeautifulSoup]) -> None:
+    records = records_of(without_exercises(pages[KINKS]))
+    declared = {record["check"].split(", by ")[-1] for record in records if record["expected_failure"]}
+    assert declared >= {"where_trap(x)", "clamp_then_sqrt(x)", "central_relu(x)", "clamp_grad(x)"}
+    passed = {record["check"].split(", by ")[-1] for record in records if not record["expected_failure"]}
+    assert {"where_on_the_input(x)", "relu_grad(x)", "abs_grad(x)", "max_grad(x)", "amax_grad(x)",
+            "max_dim_grad(x)"} <= passed
+
+
+# --- Hooks and custom Functions -----------------------------------------------------------------------------
+
+
+def test_hooks_shows_the_plain_pytorch(pages: dict[str, BeautifulSoup]) -> None:
+    visible = code(pages[HOOKS])
+    for call in ("h.register_hook(print)", "h.register_hook(lambdagrad:grad.clamp(-5,5))", "h.retain_grad()",
+                 "handle=x.register_hook(lambdagrad:grad/2)", "handle.remove()",
+                 "classHypot(torch.autograd.Function):", "defforward(x,y):", "defsetup_context(ctx,inputs,output):",
+                 "ctx.save_for_backward(x,y,output)", "ctx.saved_tensors", "ctx.needs_input_grad[0]",
+                 "@once_differentiable", "Hypot.apply(x,y)", "defforward(ctx,x,y):",
+                 "torch.autograd.gradcheck(Hypot.apply,(x64,y64))", "checks.assert_gradients(Hypot.apply",
+                 "torch.func.jacrev(Hypot.apply)(x,y)", "returnx/r,y/r#grad_rforgotten"):
+        assert call in visible, call
+
+
+class _Hypot(torch.autograd.Function):
+    """The chapter's Hypot, written again here to recompute PyTorch's errors."""
+
+    @staticmethod
+    def forward(x, y):
+        return torch.sqrt(x * x + y * y)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs, output)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_r):
+        x, y, r = ctx.saved_tensors
+        return grad_r * x / r, grad_r * y / r
+
+
+class _OneStep(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        r = torch.sqrt(x * x + y * y)
+        ctx.save_for_backward(x, y, r)
+        return r
+
+    @staticmethod
+    def backward(ctx, grad_r):
+        x, y, r = ctx.saved_tensors
+        return grad_r * x / r, grad_r * y / r
+
+
+class _Forgot(_Hypot):
+    @staticmethod
+    def backward(ctx, grad_r):
+        x, y, r = ctx.saved_tensors
+        return x / r, y / r
+
+
+def test_hooks_quotes_pytorch_s_own_errors(pages: dict[str, BeautifulSoup]) -> None:
+    x = torch.tensor([3.0, 1.0, -2.0], dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([4.0, 1.0, 0.5], dtype=torch.float64)
+    setup_context = error_of(lambda: torch.func.jacrev(_OneStep.apply)(x, y))
+    (first,) = torch.autograd.grad((_Hypot.apply(x, y) ** 2).sum(), x, create_graph=True)
+    twice = error_of(lambda: first.sum().backward())
+    forgot = error_of(lambda: torch.autograd.gradcheck(_Forgot.apply, (x, y.clone().requires_grad_())))
+    leaf = torch.tensor([1.0, -2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    leaf.register_hook(lambda grad: grad.sum())
+    size = error_of(lambda: ((leaf * leaf) ** 2).sum().backward())
+    quotes = [shown(quote.get_text()) for quote in pages[HOOKS].select("blockquote.checks-quote")]
+    for message in (setup_context, forgot, size):
+        assert shown(message) in quotes, message
+    assert twice in plain_text(pages[HOOKS])
+    assert "setup_context" in setup_context and "once_differentiable" in twice
+
+
+def test_hooks_glues_the_gradients_pytorch_computes(pages: dict[str, BeautifulSoup]) -> None:
+    x = torch.tensor([1.0, -2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    seen = []
+    h = x * x
+    h.register_hook(seen.append)
+    (h * h).sum().backward()
+    text = plain_text(pages[HOOKS])
+    assert f"The hook was handed {listed(seen[0])}" in text
+    x.grad = None
+    h = x * x
+    h.register_hook(lambda grad: grad.clamp(-5, 5))
+    h.retain_grad()
+    (h * h).sum().backward()
+    assert f"The clipping hook let {listed(x.grad)} reach x.grad, and h.grad held {listed(h.grad)}" in text
+    assert "witness of the buggy backward says pass" in text and "With weights it says fail, as declared" in text
+
+
+def test_hooks_records_the_hook_the_custom_function_and_the_declared_failures(pages: dict[str, BeautifulSoup]) -> None:
+    records = records_of(without_exercises(pages[HOOKS]))
+    assert any(record["how"] == "hook" and record["verdict"] == "pass" for record in records)
+    failures = {record["check"] for record in records if record["expected_failure"]}
+    assert any("a hook returning one number" in check for check in failures)
+    assert any("HypotOldStyle" in check for check in failures)
+    assert any("Hypot: second derivative of r²" in check for check in failures)
+    assert any("forgot_weighted_sum" in check for check in failures)
+    assert any("gradcheck(HypotForgot.apply" in check for check in failures)
+    summed = [record for record in records if record["check"].endswith("by forgot_summed(x)")]
+    assert summed and all(record["verdict"] == "pass" and not record["expected_failure"] for record in summed)
+    custom = [record for record in records if record["function"] == "Hypot.apply(x, y).sum()"]
+    assert {record["dtype"] for record in custom} == {"float32", "float64"}
+    # Each record keeps the backward it checked, as written, beside the code that ran.
+    assert all("def backward(ctx, grad_r):" in record["code"]["Hypot"] and "summed" in record["code"]
+               for record in custom)

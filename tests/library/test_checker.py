@@ -1,0 +1,188 @@
+"""Unit tests of checks.core.checker (and the mutant suite and higher-derivative helpers it is judged with)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import checks
+from checks.core.checker import check_jacobian
+from checks.core.estimate import NOISE_LINES, NOISE_REACH
+from checks.core.errors import CheckInputError, DtypeError, NaNInputError, NoForwardModeError, ShapeMismatchError
+from checks.teaching.higher import (
+    SECOND_DERIVATIVE_CHECKS,
+    AnalyticalMatrix,
+    matrix_record,
+    run_torch_check,
+    second_derivative_checks,
+)
+from checks.teaching.mutants import SCALED_BASES, correct_cases, mutant, structural_cases
+
+X = (0.3, -0.7, 1.1, 0.5)
+
+
+def scaled(name: str, delta: float):
+    forward, backward, _ = SCALED_BASES[name]
+    return mutant(forward, lambda x, g: backward(x, g) * (1 + delta), "Scaled")
+
+
+@pytest.mark.parametrize("name", sorted(SCALED_BASES))
+def test_catches_a_backward_scaled_by_one_plus_1e_6_in_float64(name: str) -> None:
+    report = check_jacobian(scaled(name, 1e-6), torch.tensor(X, dtype=torch.float64))
+    assert not report.passed
+    # Every non-zero entry is wrong by 1e-6 relative, and each must be flagged, not just the worst.
+    nonzero = report.numerical.abs() > 1e-12
+    assert bool(report.mismatch[nonzero].all())
+    # The same base with a correct backward passes: the flag comes from δ, not from the mutant machinery.
+    assert check_jacobian(scaled(name, 0.0), torch.tensor(X, dtype=torch.float64)).passed
+
+
+def test_no_false_alarm_on_the_correct_ops_in_float64() -> None:
+    flagged = [case.name for case in correct_cases() if not check_jacobian(case.f, case.input(torch.float64)).passed]
+    assert flagged == []
+
+
+def test_float32_false_alarm_rate_is_low_where_gradchecks_defaults_flag_correct_ops() -> None:
+    cases = correct_cases()
+    ours = sum(not check_jacobian(case.f, case.input(torch.float32)).passed for case in cases)
+    gradcheck = sum(not run_torch_check(case.f, case.input(torch.float32), "gradcheck").passed for case in cases)
+    assert ours / len(cases) <= 0.05
+    assert gradcheck > len(cases) // 2  # the contrast the chapter shows is real on this machine
+    # Still useful in float32: a 1 % error is caught.
+    assert not check_jacobian(scaled("sin", 1e-2), torch.tensor(X, dtype=torch.float32)).passed
+
+
+def test_every_structural_mutant_is_caught_in_float64() -> None:
+    missed = [case.name for case in structural_cases() if check_jacobian(case.f, case.input(torch.float64)).passed]
+    assert missed == []
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_a_tiny_derivative_reported_twice_too_large_is_caught_where_gradcheck_passes_it(dtype: torch.dtype) -> None:
+    (case,) = [case for case in structural_cases() if case.kind == "small derivative doubled"]
+    assert not check_jacobian(case.f, case.input(dtype)).passed
+    if dtype == torch.float64:
+        assert run_torch_check(case.f, case.input(dtype), "gradcheck").passed  # inside atol=1e-5
+
+
+@pytest.mark.parametrize("f", [torch.relu, torch.abs], ids=["relu", "abs"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_a_kink_at_zero_is_inconclusive_not_failed_nor_passed(f, dtype: torch.dtype) -> None:
+    report = check_jacobian(f, torch.tensor([0.0, 1.5, -2.0], dtype=dtype))
+    assert report.kink.tolist() == [[True, False, False], [False, False, False], [False, False, False]]
+    assert report.outcome == "inconclusive" and not report.passed and not report.failed and report.kinks == 1
+    assert report.elements()[0].verdict == "inconclusive" and report.elements()[0].reason == "kink"
+    assert "another point" in report.explain("kink")
+    # Away from 0 the same function has no kink, and passes.
+    assert check_jacobian(f, torch.tensor([0.5, 1.5, -2.0], dtype=dtype)).passed
+
+
+def test_a_smooth_function_with_zero_curvature_is_not_a_kink() -> None:
+    # f'' = 0 at x = 0 for x³: the one-sided gap falls like h², far from the ratio of a kink.
+    report = check_jacobian(lambda x: x**3 + x, torch.tensor([0.0, 1e-3], dtype=torch.float64))
+    assert report.kinks == 0 and report.passed
+
+
+def test_the_per_element_report_has_both_values_the_error_estimate_and_a_verdict() -> None:
+    x = torch.tensor([0.2, -0.4], dtype=torch.float64)
+    report = check_jacobian(scaled("exp", 1e-3), x)
+    elements = report.elements()
+    assert [(e.output, e.input) for e in elements] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    diagonal = {e.input: e for e in elements if e.output == e.input}
+    for j, e in diagonal.items():
+        exact = float(torch.exp(x[j]))
+        assert e.autograd == pytest.approx(exact * (1 + 1e-3), rel=1e-12)
+        assert e.numerical == pytest.approx(exact, rel=1e-10)
+        assert 0 <= e.error_estimate < e.allowed < 1e-9
+        assert e.verdict == "fail"
+    assert all(e.verdict == "pass" for e in elements if e.output != e.input)
+    # A mismatch is confirmed by the next window and the finest that can still resolve it. 2 evaluations per step and
+    # column; f(x), autograd's forward and f(x) in the first batch (vmap's witness); the noise probe's points on
+    # its lines; the kink test reads the same.
+    assert all(levels >= 6 for levels in report.levels.tolist())
+    assert report.evaluations == 2 * int(report.levels.sum()) + 3 + NOISE_LINES * 2 * NOISE_REACH
+    right = check_jacobian(scaled("exp", 0.0), x)
+    assert right.passed and right.evaluations == 2 * int(right.levels.sum()) + 3 + NOISE_LINES * 2 * NOISE_REACH
+    assert "failed: 2 of 4" in report.summary()
+
+
+def test_forward_mode_uses_jacfwd_and_refuses_a_function_without_jvp() -> None:
+    x = torch.tensor(X, dtype=torch.float64)
+    plain = check_jacobian(torch.sin, x, mode="forward")
+    assert (plain.mode, plain.note) == ("forward", "")
+    with pytest.raises(NoForwardModeError, match="does not implement jvp"):
+        check_jacobian(scaled("sin", 0.0), x, mode="forward")
+
+
+def test_bad_input_gets_a_clear_error() -> None:
+    with pytest.raises(CheckInputError, match="must be a tensor"):
+        check_jacobian(torch.sin, [1.0, 2.0])
+    with pytest.raises(DtypeError, match="int64"):
+        check_jacobian(torch.sin, torch.tensor([1, 2]))
+    with pytest.raises(DtypeError, match="float16"):
+        check_jacobian(torch.sin, torch.tensor([1.0], dtype=torch.float16))
+    with pytest.raises(NaNInputError):
+        check_jacobian(torch.sin, torch.tensor([float("nan")], dtype=torch.float64))
+    with pytest.raises(NaNInputError, match="f\\(x\\) is not finite"):
+        check_jacobian(torch.log, torch.tensor([-1.0], dtype=torch.float64))
+    with pytest.raises(CheckInputError, match="mode"):
+        check_jacobian(torch.sin, torch.tensor([1.0], dtype=torch.float64), mode="sideways")
+    with pytest.raises(CheckInputError, match="empty"):
+        check_jacobian(torch.sin, torch.tensor([], dtype=torch.float64))
+    with pytest.raises(CheckInputError, match="not a tensor"):
+        check_jacobian(lambda x: 3.0, torch.tensor([1.0], dtype=torch.float64))
+    assert issubclass(checks.CheckReport, object) and checks.check_jacobian is check_jacobian
+
+
+def test_second_derivative_checks_see_a_detached_backward_that_gradcheck_passes() -> None:
+    cube = mutant(lambda x: x**3, lambda x, g: g * 3 * x.detach() ** 2, "Detached")
+    table = second_derivative_checks({"detached": lambda t: cube(t).sum(), "correct": lambda t: (t**3).sum()},
+                                     torch.tensor([0.5, -1.2], dtype=torch.float64))
+    passed = {(row.function, row.check): row.passed for row in table.itertuples()}
+    gradcheck, gradgradcheck, ours = SECOND_DERIVATIVE_CHECKS
+    assert passed == {("detached", gradcheck): True, ("detached", gradgradcheck): False, ("detached", ours): False,
+                      ("correct", gradcheck): True, ("correct", gradgradcheck): True, ("correct", ours): True}
+    assert all(table["message"].str.len() > 0)
+
+
+def test_matrix_records_hold_each_way_to_the_analytical_matrix() -> None:
+    hessian = AnalyticalMatrix("x0²·x1", lambda x: x[0] ** 2 * x[1], "[[2x1, 2x0], [2x0, 0]]",
+                               lambda x: torch.tensor([[2 * x[1], 2 * x[0]], [2 * x[0], 0.0]]), "twice", order=2)
+    for way in ("hessian", "create_graph", "richardson"):
+        record = matrix_record(hessian, [0.7, -1.3], way)
+        assert record.executed and record.passed, (way, record.message)
+        assert record.x == [0.7, -1.3]  # float64 from the start, not float32 widened
+    numerical = matrix_record(hessian, [0.7, -1.3], "richardson")
+    assert numerical.how == "numerical" and numerical.method == "richardson" and numerical.evaluations > 0
+    with pytest.raises(CheckInputError, match="gives a Jacobian"):
+        matrix_record(hessian, [0.7, -1.3], "jacrev")
+    wrong = AnalyticalMatrix("x0²·x1", hessian.f, "2x1", lambda x: torch.tensor([2 * x[1]]), "wrong shape", order=2)
+    with pytest.raises(ShapeMismatchError, match="outputs, inputs"):
+        matrix_record(wrong, [0.7, -1.3], "hessian")
+
+
+def test_a_batching_rule_that_does_not_hold_for_f_is_caught_and_f_evaluated_point_by_point() -> None:
+    # torch.func.vmap of torch.roll without dims (op_db's sample: a 0-d tensor, shifts=10) rolls the batch:
+    # a batched evaluation is another point's value. The first batch evaluates x too; its batched f(x)
+    # differs from the plain one.
+    x = torch.tensor(-4.827, dtype=torch.float64)
+    points = torch.stack([x + 0.1 * k for k in range(4)])
+    assert not torch.equal(torch.func.vmap(lambda t: torch.roll(t, 2))(points), points)  # the rule is wrong
+    report = check_jacobian(lambda t: torch.roll(t, 2), x)
+    assert report.outcome == "pass" and float(report.numerical[0, 0]) == pytest.approx(1.0, abs=1e-9)
+    assert "vmap" in report.note
+    assert check_jacobian(torch.sin, x).note == ""
+
+
+def test_elements_can_be_asked_for_by_verdict_and_an_unknown_verdict_is_named() -> None:
+    def backward(x, g):
+        return g * torch.cos(x) * torch.tensor([1.0, 1.0, 1.5], dtype=x.dtype)
+
+    report = check_jacobian(mutant(torch.sin, backward, "WrongLast"), torch.tensor([0.1, 0.2, 0.3], dtype=torch.float64))
+    everything = report.elements()
+    assert len(everything) == 9
+    assert report.elements("fail") == [e for e in everything if e.verdict == "fail"]
+    assert [(e.output, e.input) for e in report.elements("fail")] == [(2, 2)]
+    assert report.elements("pass", "inconclusive") == [e for e in everything if e.verdict != "fail"]
+    with pytest.raises(ValueError, match="unknown verdict.*'passed'"):
+        report.elements("passed")
