@@ -22,14 +22,14 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from .display import data_label, embed, environment_items, failure_anchor, format_value, table_box, vector_html
-from .provenance import raised_words, words
+from .display import (RAISED_PREFIX, data_label, embed, environment_items, failure_anchor, format_value, how_words,
+                      table_box, vector_html)
 from .records import Record
 
 MARKS = {"pass": "✓", "fail": "✗", "inconclusive": "?"}
 # Where a record keeps what the chapter declared (expected_failure="why", inconclusive="why").
 DECLARED = "Declared: "
-RAISED = "PyTorch raised "  # as checks.teaching.display.RAISED_PREFIX reads it back
+RAISED = RAISED_PREFIX  # display.raised_type reads the error's type back from this line
 DIAGNOSIS = "Diagnosis: "
 
 
@@ -66,13 +66,6 @@ def short(message: str, limit: int = 90) -> str:
     return message[:cut] + " …"
 
 
-def how_text(record: Record) -> str:
-    error = raised(record)
-    if error:
-        return raised_words(record.how, error.split(":", 1)[0])
-    return words(record.how, record.observed_gradient)
-
-
 def expected_text(record: Record) -> str:
     if record.gradient_formula.startswith("raises "):
         return record.gradient_formula
@@ -82,7 +75,7 @@ def expected_text(record: Record) -> str:
 def observed_text(record: Record) -> str:
     error = raised(record)
     if error:
-        return f"{how_text(record).split(':')[0]}: {short(error.split(': ', 1)[-1])}"
+        return f"{how_words(record).split(':')[0]}: {short(error.split(': ', 1)[-1])}"
     return "None" if record.observed_gradient is None else format_value(record.observed_gradient)
 
 
@@ -161,7 +154,7 @@ def _row(record: Record) -> str:
     if record.verdict != "pass":
         verdict = f'<a href="#{html.escape(failure_anchor(record))}">{verdict}</a>'
     check = (f'<span data-field="check">{html.escape(record.check)}</span><br>'
-             f'<span class="checks-how" data-field="how">{html.escape(how_text(record))}</span>')
+             f'<span class="checks-how" data-field="how">{html.escape(how_words(record))}</span>')
     expected = (html.escape(expected_text(record)) if record.analytical_gradient is None
                 else vector_html(record.analytical_gradient))
     error = raised(record)
