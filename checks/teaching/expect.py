@@ -35,7 +35,7 @@ import copy
 import sys
 import traceback as traceback_module
 from collections.abc import Callable
-from types import TracebackType
+from types import EllipsisType, TracebackType
 from typing import Any
 
 import torch
@@ -79,7 +79,7 @@ def _input_of(at: Any) -> torch.Tensor | None:
     return next((item for item in _inputs(at) if isinstance(item, torch.Tensor)), None)
 
 
-def expected_value(expected: Expected, at: Any = None) -> torch.Tensor | bool | None | type(Ellipsis):
+def expected_value(expected: Expected, at: Any = None) -> torch.Tensor | bool | None | EllipsisType:
     """The expectation in float64 on the CPU, by the rules of the module doc."""
     if expected is None or isinstance(expected, bool):
         return expected
