@@ -310,8 +310,8 @@ def subject(expression: str, frame: FrameType, history: Sequence[str]) -> tuple[
     """(f, x) of the gradient an expression names, read off the reader's code: ("x * x", the tensor x) for
     x.grad after `y = x * x; y.backward()`, and for g after `(g,) = torch.autograd.grad(y, x)`. f is the
     output backward() or autograd.grad was given, with the names bound in the code before it written out
-    once (y.sum() after y = torch.sigmoid(x) is torch.sigmoid(x).sum()). ("", None) where the code does not
-    say (no source, or not a gradient)."""
+    once (y.sum() after y = torch.sigmoid(x) is torch.sigmoid(x).sum()). For a name bound to anything else
+    (estimate = (f(x + h) - f(x)) / h), (what it was bound to, None). ("", None) where the code does not say."""
     try:
         node = ast.parse(expression.strip(), mode="eval").body if expression.strip() else None
     except SyntaxError:
@@ -330,6 +330,10 @@ def subject(expression: str, frame: FrameType, history: Sequence[str]) -> tuple[
             inputs = call.args[1]
             inputs = inputs.elts[0] if isinstance(inputs, (ast.Tuple, ast.List)) and len(inputs.elts) == 1 else inputs
             leaf = inputs.id if isinstance(inputs, ast.Name) else None
+        elif isinstance(bound, ast.Assign) and len(bound.targets) == 1 and isinstance(bound.targets[0], ast.Name):
+            # Not a gradient autograd gave (a difference quotient, say): f is what the code computed it from,
+            # and x is the check's at=.
+            return ast.unparse(bound.value), None
     value = _looked_up(leaf, frame) if leaf else None
     if output is None or not isinstance(value, torch.Tensor):
         return "", None

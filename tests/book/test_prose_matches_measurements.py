@@ -178,21 +178,39 @@ def test_the_complex_step_needs_an_analytic_f_shown_executed(book_html: Path) ->
     assert "analytic" in text and "abs" in text
     assert "(tensor(2., dtype=torch.float64), 4.0)" in outputs_of(book_html, "precision")
     assert number_after(text, "The complex step says") == 2
+    # max, relu and comparisons refuse a complex input (the chapter says so); relu's refusal runs on the page.
+    relu = [r for r in embedded_records(page(book_html, "book/precision.html")) if r["check"] == "torch.relu(z)"]
+    assert relu and all(r["verdict"] == "pass" and "NotImplementedError" in r["message"] for r in relu)
+    z = torch.tensor(2.0, dtype=torch.complex128)
+    for refused in (lambda: torch.relu(z), lambda: torch.max(z.reshape(1)), lambda: z > 0):
+        with pytest.raises((RuntimeError, NotImplementedError)):
+            refused()
 
 
 def test_the_step_exercises_use_the_minimisers_of_their_stated_sums(book_html: Path) -> None:
+    # ε/2 per rounding: a forward difference rounds three times (1.5ε|f|/h), a central one four times over 2h
+    # (ε|f|/h); the sums h/2 + 1.5ε/h and h²/6 + ε/h are smallest at √(3ε) and (3ε)^(1/3).
     text = text_of(book_html, "precision")
     eps32, eps64 = torch.finfo(torch.float32).eps, torch.finfo(torch.float64).eps
-    assert number_after(text, r"vanishes at \(h = \sqrt{6\varepsilon}\) =") == pytest.approx(
-        (6 * eps32) ** 0.5, rel=0.05)
-    assert number_after(text, r"which vanishes at \(h = (6\varepsilon)^{1/3}\) =") == pytest.approx(
-        (6 * eps64) ** (1 / 3), rel=0.05)
-    assert number_after(text, r"and the sum is \(\frac{1}{2}(6\varepsilon)^{2/3}\) =") == pytest.approx(
-        0.5 * (6 * eps64) ** (2 / 3), rel=0.05)
-    records = [r for r in embedded_records(page(book_html, "book/precision.html")) if r["function"] == "exp(x)"]
-    steps = {r["dtype"]: r["step"] for r in records if r["how"] == "numerical" and r["step"] is not None}
-    assert steps["float32"] == pytest.approx((6 * eps32) ** 0.5)
-    assert steps["float64"] == pytest.approx((6 * eps64) ** (1 / 3))
+    assert number_after(text, r"vanishes at \(h = \sqrt{3\varepsilon}\) =") == pytest.approx(
+        (3 * eps32) ** 0.5, rel=0.05)
+    assert number_after(text, r"which vanishes at \(h = (3\varepsilon)^{1/3}\) =") == pytest.approx(
+        (3 * eps64) ** (1 / 3), rel=0.05)
+    assert number_after(text, r"and the sum is \(\frac{1}{2}(3\varepsilon)^{2/3}\) =") == pytest.approx(
+        0.5 * (3 * eps64) ** (2 / 3), rel=0.05)
+    # Each check ran at that step: its observed value is the quotient at h, in each dtype.
+    records = embedded_records(page(book_html, "book/precision.html"))
+    for dtype in (torch.float32, torch.float64):
+        eps = torch.finfo(dtype).eps
+        x = torch.tensor(1.0, dtype=dtype)
+        for label, h, quotient in (
+                ("d/dx eˣ = eˣ, forward at h = √(3ε)", (3 * eps) ** 0.5,
+                 lambda h: (torch.exp(x + h) - torch.exp(x)) / h),
+                ("d/dx eˣ = eˣ, central at h = (3ε)^(1/3)", (3 * eps) ** (1 / 3),
+                 lambda h: (torch.exp(x + h) - torch.exp(x - h)) / (2 * h))):
+            record = next(r for r in records if r["check"] == label and r["dtype"] == str(dtype)[6:])
+            assert record["verdict"] == "pass" and record["how"] == "numerical"
+            assert record["observed_gradient"] == pytest.approx(quotient(h).item(), rel=4 * eps)
 
 
 def test_the_refused_step_column_holds_the_largest_refused_step(book_html: Path) -> None:

@@ -363,3 +363,14 @@ def test_each_cell_seeds_the_page_so_records_reproduce(shell) -> None:
     rows = checks.records_of("cells: seeded")
     assert {row.environment["seed"] for row in rows} == {0}
     assert rows[-1].observed_gradient == torch.rand((), generator=torch.Generator().manual_seed(0)).item()
+
+
+def test_a_value_the_code_computed_names_what_it_was_computed_from() -> None:
+    x = torch.tensor(1.0)
+    h = 1e-3
+    estimate = (torch.exp(x + h) - torch.exp(x)) / h
+    checks.expect(estimate, torch.exp, "plain: a forward difference of exp", at=x, how="numerical",
+                  tolerance=checks.numerical_tolerance(x.dtype, "forward", step=h, f_scale=3.0))
+    record = last()
+    assert (record.function, record.x, record.how, record.verdict) == (
+        "(torch.exp(x + h) - torch.exp(x)) / h", 1.0, "numerical", "pass"), record.message
