@@ -43,7 +43,7 @@ def _execute_numerical(check: PlannedCheck, x: torch.Tensor) -> Record:
 
 def _executed(check: PlannedCheck, record: Record, observed: torch.Tensor, tolerance: Tolerance) -> Record:
     comparison = compare(observed, check.expected, tolerance)
-    undiscriminating = _undiscriminating(check.expected, observed, tolerance) if check.how == "numerical" else ""
+    undiscriminating = undiscriminating(check.expected, observed, tolerance) if check.how == "numerical" else ""
     if undiscriminating:
         comparison = replace(comparison, passed=False, message=f"{undiscriminating}\n{comparison.message}")
     return collect(replace(
@@ -63,7 +63,7 @@ def _executed(check: PlannedCheck, record: Record, observed: torch.Tensor, toler
     ))
 
 
-def _undiscriminating(expected: torch.Tensor, observed: torch.Tensor, tolerance: Tolerance) -> str:
+def undiscriminating(expected: torch.Tensor, observed: torch.Tensor, tolerance: Tolerance) -> str:
     """Why a numerical check cannot fail, or "" when it can.
 
     plan() refuses a tolerance known in advance that covers every non-zero expected element; Richardson's

@@ -23,7 +23,13 @@ table under checks.each_cell, else one printed line). The row's dtype and device
 own. How the value was produced is read off the code (checks.teaching.provenance); how= names it where the
 code cannot tell. A failure says which slip the numbers show (checks.teaching.slips). Declared outcomes:
 expected_failure="why" (a demonstration of a wrong expectation), inconclusive="why" (an expected value that
-is not a number, e.g. NaN where the derivative is not defined).
+is not a number, e.g. NaN where the derivative is not defined), weak="why" (a pass whose allowance is coarse on
+purpose: the row says how wrong a gradient it would also pass).
+
+The value may be an Estimate (checks.estimate_gradient): its values are checked as a numerical estimate, and
+the record keeps its method, steps, evaluations of f and error estimate; tolerance="estimate" takes the
+allowance from the estimate's own error estimate (Richardson). A numerical check that cannot fail (an
+allowance as large as every expected element) is recorded as a failure.
 
 checks.recorded(label, dtype=..., device=...) gives a check's record back, for a hidden cell to glue its
 numbers into the prose.
@@ -43,10 +49,12 @@ import torch
 from ..core.compare import compare, detectable
 from ..core.dtypes import dtype_name
 from ..core.errors import CheckInputError, ShapeMismatchError
-from ..core.tolerances import Tolerance, default_tolerance, tolerance_argument
+from ..core.numerical import Estimate
+from ..core.tolerances import Tolerance, default_tolerance, estimate_tolerance, tolerance_argument
 from . import cells, provenance, records
 from .display import format_value
 from .environment import device_name, environment
+from .execute import undiscriminating
 from .records import Record
 from .rows import DECLARED, DIAGNOSIS, RAISED
 from .slips import diagnosis
@@ -141,14 +149,23 @@ def _listed(value: torch.Tensor | bool | None) -> Any:
     return value.tolist() if isinstance(value, torch.Tensor) else value
 
 
-def expect(value: Any, expected: Expected, label: str, *, at: Any = None, tolerance: Tolerance | None = None,
-           how: str | None = None, expected_failure: str = "", inconclusive: str = "") -> None:
+def expect(value: Any, expected: Expected, label: str, *, at: Any = None,
+           tolerance: Tolerance | str | None = None, how: str | None = None, expected_failure: str = "",
+           inconclusive: str = "", weak: str = "") -> None:
     """Check value against the expectation written before it; the record is collected and reported."""
     if not isinstance(label, str) or not label.strip():
         raise CheckInputError("checks.expect needs a label saying what is checked, e.g. \"d/dx x·x = 2x at 3\"")
-    for name, reason in (("expected_failure", expected_failure), ("inconclusive", inconclusive)):
+    for name, reason in (("expected_failure", expected_failure), ("inconclusive", inconclusive), ("weak", weak)):
         if not isinstance(reason, str):
             raise CheckInputError(f"{name}= is the reason, as text (\"why this is a demonstration\")")
+    estimate = value if isinstance(value, Estimate) else None
+    if isinstance(tolerance, str):
+        if tolerance != "estimate" or estimate is None or estimate.error is None:
+            raise CheckInputError(f"tolerance={tolerance!r}: only \"estimate\", for an Estimate with an error estimate "
+                                  f"(checks.estimate_gradient(f, x, \"richardson\")), takes its allowance from a run")
+        tolerance = estimate_tolerance(estimate)
+    if estimate is not None:
+        value, how = estimate.values, how or "numerical"
     frame = sys._getframe(1)
     statement, arguments, keywords = provenance.call_arguments(frame, "expect")
     written = arguments[1] if len(arguments) > 1 else repr(expected)
@@ -165,7 +182,11 @@ def expect(value: Any, expected: Expected, label: str, *, at: Any = None, tolera
     allowed = tolerance_argument(tolerance, dtype) if dtype in ("float16", "bfloat16", "float32", "float64") \
         else default_tolerance("float64")
     verdict, message, fields = _judge(observed, wanted, allowed)
-    if verdict == "fail" and isinstance(observed, torch.Tensor) and isinstance(wanted, torch.Tensor):
+    cannot = ""
+    if estimate is not None and verdict == "pass" and isinstance(wanted, torch.Tensor) and isinstance(observed, torch.Tensor):
+        cannot = undiscriminating(wanted, observed, allowed)
+        verdict, message = ("fail", f"{cannot}\n{message}") if cannot else (verdict, message)
+    if verdict == "fail" and not cannot and isinstance(observed, torch.Tensor) and isinstance(wanted, torch.Tensor):
         inputs = _inputs(at) if at is not None else ()
         single = inputs[0] if len(inputs) == 1 and isinstance(inputs[0], torch.Tensor) else None
         found = diagnosis(observed, wanted, allowed, kind, single)
@@ -185,7 +206,8 @@ def expect(value: Any, expected: Expected, label: str, *, at: Any = None, tolera
         executed=True, tolerance=allowed.to_dict(), verdict=verdict,  # type: ignore[arg-type]
         expected_failure=bool(expected_failure), message=message, device_name=device_name(device),
         code=_code(frame, statement), environment=environment(torch.initial_seed()),
-        **fields, **_inconclusive(inconclusive))
+        weak_reason=weak, **(estimate.summary() if estimate is not None else {}), **fields,
+        **_inconclusive(inconclusive))
     cells.report(records.collect(record) or record)
 
 

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from .display import (RAISED_PREFIX, data_label, embed, environment_items, failure_anchor, format_value, how_words,
-                      table_box, vector_html)
+                      percent, table_box, vector_html, weak_anchor, weak_notes)
 from .records import Record
 
 MARKS = {"pass": "✓", "fail": "✗", "inconclusive": "?"}
@@ -122,6 +122,8 @@ def line(record: Record, colour: bool = False) -> str:
     text = (f"{verdict}  {record.check}: expected {expected_text(record)}, "
             f"observed {observed_text(record)} ({record.dtype}, {record.device})")
     found = diagnosis_of(record)
+    if record.weak:
+        return f"{text} — weak: its allowance would pass a gradient up to {percent(record.detectable_relative_error)} wrong"
     return f"{text} — {found}" if found and record.verdict != "pass" else text
 
 
@@ -131,7 +133,7 @@ def rows_html(records: Sequence[Record]) -> str:
     body = "".join(_row(record) for record in records)
     table = table_box(f'<table class="checks-table checks-rows"><thead><tr>{head}</tr></thead>'
                       f"<tbody>{body}</tbody></table>")
-    return table + failures_html(records) + embed(records)
+    return table + weak_notes(records) + failures_html(records) + embed(records)
 
 
 COLUMNS = ("verdict", "check", "shape · dtype · device", "expected", "observed")
@@ -151,6 +153,9 @@ def _row(record: Record) -> str:
                "unexpected-failure" if record.verdict == "fail" else str(record.verdict))
     note = '<span class="checks-verdict-note">as declared</span>' if declared_note else ""
     verdict = html.escape(str(record.verdict)) + note
+    if record.weak:  # "weak" under the word, linked to why, under the table
+        verdict += (f'<a class="checks-verdict-note checks-weak-note" '
+                    f'href="#{html.escape(weak_anchor(record))}">weak</a>')
     if record.verdict != "pass":
         verdict = f'<a href="#{html.escape(failure_anchor(record))}">{verdict}</a>'
     check = (f'<span data-field="check">{html.escape(record.check)}</span><br>'

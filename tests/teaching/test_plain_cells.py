@@ -374,3 +374,37 @@ def test_a_value_the_code_computed_names_what_it_was_computed_from() -> None:
     record = last()
     assert (record.function, record.x, record.how, record.verdict) == (
         "(torch.exp(x + h) - torch.exp(x)) / h", 1.0, "numerical", "pass"), record.message
+
+
+def test_an_estimate_is_checked_as_numerical_with_how_it_was_made() -> None:
+    x = torch.tensor(0.4, dtype=torch.float64)
+    estimate = checks.estimate_gradient(lambda x: torch.sin(10 * x), x, "richardson")
+    checks.expect(estimate, lambda x: 10 * torch.cos(10 * x), "plain: Richardson of sin 10x", at=x,
+                  tolerance="estimate", weak="coarse on purpose")
+    record = last()
+    assert (record.verdict, record.how, record.method, record.evaluations, record.weak_reason) == (
+        "pass", "numerical", "richardson", 6, "coarse on purpose"), record.message
+    assert len(record.step) == 3 and record.error_estimate > 0
+    assert record.tolerance["reason"].startswith("from the estimate's own error estimate")
+    # An allowance as large as the expected value cannot fail a wrong gradient: recorded as a failure.
+    huge = checks.Tolerance(rtol=0.0, atol=100.0, reason="far too large")
+    checks.expect(estimate, lambda x: 10 * torch.cos(10 * x), "plain: an allowance that cannot fail", at=x,
+                  tolerance=huge)
+    assert last().verdict == "fail" and last().message.startswith("Cannot discriminate")
+    with pytest.raises(CheckInputError, match="only \"estimate\""):
+        checks.expect(x, 1.0, "plain: a tolerance by name on a tensor", tolerance="estimate")
+    with pytest.raises(CheckInputError, match="weak= is the reason"):
+        checks.expect(x, 0.4, "plain: weak without a reason", weak=True)  # type: ignore[arg-type]
+
+
+def test_a_weak_pass_says_so_beside_its_verdict() -> None:
+    x = torch.tensor([0.1, 1.2, -0.7, 2.5])
+    estimate = checks.estimate_gradient(lambda x: torch.logsumexp(x, 0), x, "central")
+    coarse = checks.Tolerance(rtol=0.0, atol=0.01, reason="coarse on purpose")
+    checks.expect(estimate, lambda x: torch.softmax(x, 0), "plain: a coarse allowance", at=x, tolerance=coarse,
+                  weak="a demonstration of a coarse allowance")
+    record = last()
+    assert record.verdict == "pass" and record.weak and record.detectable_relative_error > 0.1
+    assert "— weak: its allowance would pass a gradient up to" in line(record)
+    page = rows_html([record])
+    assert "checks-weak-note" in page and "Declared weak: a demonstration of a coarse allowance" in page
