@@ -43,9 +43,9 @@ def _execute_numerical(check: PlannedCheck, x: torch.Tensor) -> Record:
 
 def _executed(check: PlannedCheck, record: Record, observed: torch.Tensor, tolerance: Tolerance) -> Record:
     comparison = compare(observed, check.expected, tolerance)
-    undiscriminating = undiscriminating(check.expected, observed, tolerance) if check.how == "numerical" else ""
-    if undiscriminating:
-        comparison = replace(comparison, passed=False, message=f"{undiscriminating}\n{comparison.message}")
+    cannot = undiscriminating(check.expected, observed, tolerance) if check.how == "numerical" else ""
+    if cannot:
+        comparison = replace(comparison, passed=False, message=f"{cannot}\n{comparison.message}")
     return collect(replace(
         record,
         observed_gradient=observed.cpu().to(torch.float64).tolist(),

@@ -332,8 +332,14 @@ def subject(expression: str, frame: FrameType, history: Sequence[str]) -> tuple[
             leaf = inputs.id if isinstance(inputs, ast.Name) else None
         elif isinstance(bound, ast.Assign) and len(bound.targets) == 1 and isinstance(bound.targets[0], ast.Name):
             # Not a gradient autograd gave (a difference quotient, say): f is what the code computed it from,
-            # and x is the check's at=.
-            return ast.unparse(bound.value), None
+            # and x is the check's at=. An estimate of a function the code defined names that function's body.
+            value = bound.value
+            called = getattr(value.func, "attr", getattr(value.func, "id", "")) if isinstance(value, ast.Call) else ""
+            if called in ("estimate_gradient", "estimate_jacobian") and value.args and isinstance(value.args[0], ast.Name):
+                body = _returned(value.args[0].id, history)
+                if body is not None:
+                    return ast.unparse(body), None
+            return ast.unparse(value), None
     value = _looked_up(leaf, frame) if leaf else None
     if output is None or not isinstance(value, torch.Tensor):
         return "", None
@@ -347,6 +353,22 @@ def subject(expression: str, frame: FrameType, history: Sequence[str]) -> tuple[
         value = next((item for item in data if isinstance(item, torch.Tensor)
                       and not isinstance(item, torch.nn.Parameter)), value)
     return function, value
+
+
+def _returned(name: str, history: Sequence[str]) -> ast.AST | None:
+    """What the newest `def name(...)` in the code returns, where its body is one return (a docstring and
+    comments aside); None otherwise."""
+    for source in history:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        found = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == name]
+        if found:
+            body = [item for item in found[-1].body
+                    if not (isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant))]
+            return body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
+    return None
 
 
 def _dotted(node: ast.AST) -> bool:

@@ -158,8 +158,10 @@ def _row(record: Record) -> str:
                     f'href="#{html.escape(weak_anchor(record))}">weak</a>')
     if record.verdict != "pass":
         verdict = f'<a href="#{html.escape(failure_anchor(record))}">{verdict}</a>'
+    made = estimate_words(record)
     check = (f'<span data-field="check">{html.escape(record.check)}</span><br>'
-             f'<span class="checks-how" data-field="how">{html.escape(how_words(record))}</span>')
+             f'<span class="checks-how" data-field="how">{html.escape(how_words(record))}</span>'
+             + (f'<br><span class="checks-how checks-estimate">{html.escape(made)}</span>' if made else ""))
     expected = (html.escape(expected_text(record)) if record.analytical_gradient is None
                 else vector_html(record.analytical_gradient))
     error = raised(record)
@@ -175,8 +177,25 @@ def _row(record: Record) -> str:
              f"{expected}</td>"
              f'<td class="checks-observed_gradient" data-field="observed_gradient"{data_label("observed")}>'
              f"{observed}</td>")
+    weak = " checks-weak" if record.weak else ""
     return (f'<tr id="{html.escape(record.id)}" class="checks-{html.escape(str(record.verdict))} '
-            f'checks-outcome-{outcome}">{cells}</tr>')
+            f'checks-outcome-{outcome}{weak}">{cells}</tr>')
+
+
+def _numbers(value: object) -> list[float]:
+    return [item for part in value for item in _numbers(part)] if isinstance(value, list) else [float(value)]
+
+
+def estimate_words(record: Record) -> str:
+    """How a numerical estimate was made, shown with its result: its step(s), evaluations of f and (Richardson)
+    its error estimate; "" for any other value."""
+    if record.how != "numerical" or record.evaluations is None or record.step is None:
+        return ""
+    steps = _numbers(record.step)
+    step = f"h = {steps[0]:.2g}" if min(steps) == max(steps) else f"h from {max(steps):.2g} to {min(steps):.2g}"
+    error = (f", error estimate {max(_numbers(record.error_estimate)):.2g}"
+             if record.error_estimate is not None else "")
+    return f"{step}, {record.evaluations} evaluations of f{error}"
 
 
 def _folded_error(error: str) -> str:

@@ -208,7 +208,7 @@ def test_failures_justified_tolerance_reason_matches_the_numbers(book_html: Path
 def test_failures_chapter_shows_plain_backward_calls(book_html: Path) -> None:
     code = " ".join(block.get_text() for block in page(book_html, "book/failures.html").select("main div.cell_input"))
     assert "SquareMissingFactor.apply(x).backward()" in code and "torch.relu(x).sum().backward()" in code
-    assert "requires_grad=True" in code and "return x.grad" in code and "torch.autograd.grad(" in code
+    assert "requires_grad=True" in code and "torch.autograd.grad(" in code
     # The records keep that code: the failure box shows what ran.
     records = embedded_records(page(book_html, "book/failures.html"))
     stored = next(r for r in records if r["function"] == "SquareMissingFactor.apply(x)" and r["how"] == "stored")

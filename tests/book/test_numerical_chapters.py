@@ -69,14 +69,21 @@ def test_gradcheck_outcomes_are_tabled_per_dtype_and_match_the_prose(book_html: 
 def test_decision_guide_runs_both_options_on_the_same_functions(book_html: Path) -> None:
     soup = without_exercises(page(book_html, "book/decision-guide.html"))
     option_a, option_b = tables(soup)
-    assert [row["check"] for row in option_a] == [row["check"] for row in option_b]
-    assert all(row["error estimate"] == "none" for row in option_a)
-    assert all(row["error estimate"] != "none" for row in option_b)
+    assert [row["check"].removeprefix("A: ") for row in option_a] == [row["check"].removeprefix("B: ") for row in option_b]
+    records = embedded_records(soup)
+    fixed = [r for r in records if r["check"].startswith("A: ")]
+    adaptive = [r for r in records if r["check"].startswith("B: ")]
+    # Each row shows how its estimate was made: steps and evaluations, and Richardson's error estimate.
+    assert fixed and all(r["method"] == "central" and r["error_estimate"] is None for r in fixed)
+    assert adaptive and all(r["method"] == "richardson" and r["error_estimate"] is not None for r in adaptive)
+    shown = [" ".join(row.get_text(" ").split()) for row in soup.select("table.checks-rows tbody tr")]
+    assert sum("evaluations of f" in text and "error estimate" not in text for text in shown) == len(fixed)
+    assert sum("evaluations of f, error estimate" in text for text in shown) == len(adaptive)
     summary = table_of_class(soup, "decision-table")
     assert {row["option"] for row in summary} == {"A: fixed", "B: adaptive"}
     by_option = {(row["option"], row["dtype"]): int(row["f evaluations"]) for row in summary}
     # Richardson with three levels evaluates f three times as often as one central difference.
     assert by_option["B: adaptive", "float32"] == 3 * by_option["A: fixed", "float32"]
-    records = embedded_records(soup)
-    adaptive = [r for r in records if r["method"] == "richardson"]
-    assert adaptive and all(r["tolerance"]["reason"].startswith("from the estimate's own error estimate") for r in adaptive)
+    assert all(r["tolerance"]["reason"].startswith("from the estimate's own error estimate") for r in adaptive)
+    # Option A's allowance assumes derivatives of order 1, as the page says: derivative scale 1.
+    assert all("derivative scale 1;" in r["tolerance"]["reason"] for r in fixed)

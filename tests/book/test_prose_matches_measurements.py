@@ -49,7 +49,7 @@ def test_the_curvature_exercise_fails_clearly_not_at_the_edge(book_html: Path) -
     soup = page(book_html, "book/decision-guide.html")
     text = " ".join(main_text(soup).split())
     assert "Take \\(f(x) = e^{10x}\\) ( exp(10*x) ) at x = 0.5" in text
-    rows = [r for r in embedded_records(soup) if r["function"] == "exp(10*x)" and r["method"] == "central"]
+    rows = [r for r in embedded_records(soup) if r["check"] == "A: exp(10*x)"]
     assert {r["dtype"] for r in rows} == {"float32", "float64"}
     shown = re.search(r"its error (\S+) times its allowance in float32 and (\S+) times in float64", text)
     assert shown, "the margin of Option A's failure"

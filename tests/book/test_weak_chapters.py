@@ -56,8 +56,9 @@ def test_every_weak_pass_is_marked_in_its_row_with_its_reason_beside_it(book_htm
         note, declared = weak_note(soup, row)
         assert f"up to {100 * item['detectable_relative_error']:.3g} % wrong" in note
         assert declared == f"Declared weak: {item['weak_reason']}"
-        details = row.select_one("details.checks-more").get_text(" ", strip=True)
-        assert "its allowance would pass a gradient up to" in details
+        # An older table folds the same words into the row's details too; a plain cell's rows have the note.
+        more = row.select_one("details.checks-more")
+        assert more is None or "its allowance would pass a gradient up to" in more.get_text(" ", strip=True)
     # No row that is not weak is marked so.
     for name in {item["page"] for item in checks_of(book_html)}:
         soup = page(book_html, name)
@@ -110,8 +111,8 @@ def test_no_pass_in_the_numerical_chapters_hides_a_percents_wrong_gradient_unmar
 def test_decision_guide_says_what_option_bs_pass_on_sin_10x_could_have_caught(book_html: Path) -> None:
     soup = without_exercises(page(book_html, "book/decision-guide.html"))
     records = embedded_records(soup)
-    curvy = next(r for r in records if r["function"] == "sin(10x)" and r["method"] == "richardson"
-                 and r["dtype"] == "float32" and r["device"] == "cpu")
+    curvy = next(r for r in records if r["check"] == "B: sin(10x)" and r["dtype"] == "float32"
+                 and r["device"] == "cpu")
     assert curvy["verdict"] == "pass" and curvy["detectable_relative_error"] > WEAK_ABOVE
     text = " ".join(main_text(soup).split())
     assert "cannot hide inside the tolerance" not in text

@@ -484,12 +484,12 @@ def test_a_true_zero_gradient_estimated_numerically_still_passes() -> None:
 
 
 def test_an_allowance_that_would_accept_a_wrong_zero_is_named() -> None:
-    from checks.teaching.execute import _undiscriminating
+    from checks.teaching.execute import undiscriminating
 
     wide = checks.default_tolerance("bfloat16").changed(atol=0.6, reason="as wide as a coarse estimate's")
     # Expected 0, estimated 0.52: beyond the estimate's own error (allowance / 10), within the allowance.
-    assert _undiscriminating(torch.tensor([0.0]), torch.tensor([0.52]), wide).startswith("Cannot discriminate")
+    assert undiscriminating(torch.tensor([0.0]), torch.tensor([0.52]), wide).startswith("Cannot discriminate")
     # Expected 0.54 with an allowance of 0.6: a zero gradient would pass too.
-    assert _undiscriminating(torch.tensor([0.54]), torch.tensor([0.52]), wide).startswith("Cannot discriminate")
+    assert undiscriminating(torch.tensor([0.54]), torch.tensor([0.52]), wide).startswith("Cannot discriminate")
     narrow = checks.default_tolerance("float32")
-    assert _undiscriminating(torch.tensor([0.54]), torch.tensor([0.54]), narrow) == ""
+    assert undiscriminating(torch.tensor([0.54]), torch.tensor([0.54]), narrow) == ""

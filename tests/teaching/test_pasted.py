@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from ..book.test_plain_code import cells
-from .test_checks_share import CONVERTED
+from .test_checks_share import CONVERTED, NUMERICAL
 
 
 @pytest.mark.parametrize("chapter", CONVERTED)
@@ -22,4 +22,15 @@ def test_the_visible_code_runs_at_a_plain_prompt_and_prints_lines(chapter: str) 
     assert lines and all("(float32, cpu)" in line for line in lines), result.stdout
     # PyTorch prints its graph nodes as <PowBackward0 object at 0x...>; none of checks' own objects may.
     assert "<checks." not in result.stdout
+    assert all(line.startswith("✓ pass") or "as declared" in line for line in lines), result.stdout
+
+
+@pytest.mark.parametrize("chapter", NUMERICAL)
+def test_a_numerical_chapter_s_visible_code_runs_at_a_plain_prompt(chapter: str) -> None:
+    # These chapters name dtypes themselves (float16, float64): each line says which it ran in.
+    code = "\n\n".join(cell.python() for cell in cells(chapter) if cell.visible and "skip-execution" not in cell.tags)
+    result = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [line for line in result.stdout.splitlines() if line.startswith(("✓", "✗", "?"))]
+    assert lines and "<checks." not in result.stdout
     assert all(line.startswith("✓ pass") or "as declared" in line for line in lines), result.stdout

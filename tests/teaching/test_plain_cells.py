@@ -296,6 +296,15 @@ def test_rows_of_one_cell_are_shown_together_after_it(shell, capsys) -> None:
         ("a", "(float32, cpu)"), ("a", "(float64, cpu)"), ("b", "(float32, cpu)"), ("b", "(float64, cpu)")]
 
 
+def test_a_cell_that_names_its_dtype_shows_one_row(shell, capsys) -> None:
+    run(shell, "checks.each_cell(dtypes=('float32', 'float64'))")
+    capsys.readouterr()
+    run(shell, "x = torch.tensor(3.0, dtype=torch.float16, requires_grad=True)\n(x * x).backward()\n"
+               "checks.expect(x.grad, 6.0, 'cells: float16 named')")
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1 and lines[0].endswith("(float16, cpu)"), lines
+
+
 def test_an_error_in_a_shadow_fails_the_cell_and_names_the_dtype(shell) -> None:
     run(shell, "checks.each_cell(dtypes=('float32', 'float64'))")
     result = shell.run_cell("assert torch.get_default_dtype() == torch.float32, 'not float32'")
@@ -386,6 +395,8 @@ def test_an_estimate_is_checked_as_numerical_with_how_it_was_made() -> None:
         "pass", "numerical", "richardson", 6, "coarse on purpose"), record.message
     assert len(record.step) == 3 and record.error_estimate > 0
     assert record.tolerance["reason"].startswith("from the estimate's own error estimate")
+    # Shown with its result: the steps, the evaluations of f and the error estimate.
+    assert f"h from {record.step[0]:.2g} to {record.step[-1]:.2g}, 6 evaluations of f, error estimate" in rows_html([record])
     # An allowance as large as the expected value cannot fail a wrong gradient: recorded as a failure.
     huge = checks.Tolerance(rtol=0.0, atol=100.0, reason="far too large")
     checks.expect(estimate, lambda x: 10 * torch.cos(10 * x), "plain: an allowance that cannot fail", at=x,
@@ -408,3 +419,15 @@ def test_a_weak_pass_says_so_beside_its_verdict() -> None:
     assert "— weak: its allowance would pass a gradient up to" in line(record)
     page = rows_html([record])
     assert "checks-weak-note" in page and "Declared weak: a demonstration of a coarse allowance" in page
+
+
+def test_an_estimate_of_a_defined_function_names_what_the_function_returns() -> None:
+    def f(x):
+        """e^(10x)"""
+        return torch.exp(10 * x)
+
+    x = torch.tensor(0.5, dtype=torch.float64)
+    estimate = checks.estimate_gradient(f, x, "richardson")
+    checks.expect(estimate, lambda x: 10 * torch.exp(10 * x), "plain: an estimate of a defined f", at=x,
+                  tolerance="estimate")
+    assert last().function == "torch.exp(10 * x)"
