@@ -19,6 +19,7 @@ from ..book.test_plain_code import cells
 CONVERTED = ["book/small-function", "book/stored-vs-returned", "book/modules", "book/debugging",
              "book/grad-is-none", "book/no-gradient", "book/in-place", "book/_template"]
 LIMIT = 0.25
+CONVERTED += ["book/kinks-and-nan"]
 
 
 def _header_lines(node: ast.stmt) -> range:

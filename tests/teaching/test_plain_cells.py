@@ -172,6 +172,8 @@ def test_provenance_of_values() -> None:
     ("torch.autograd.grad(y, x)\ntorch.autograd.grad(y, x)", "returned", "torch.autograd.grad raised RuntimeError"),
     ("torch.tensor([1.0]).backward()", "stored", "backward() raised RuntimeError"),
     ("torch.ones(2, requires_grad=True) @ torch.ones(3)", "forward", "the forward raised RuntimeError"),
+    ("torch.autograd.gradcheck(torch.relu, (torch.zeros(1, dtype=torch.float64, requires_grad=True),))",
+     "gradcheck", "torch.autograd.gradcheck raised GradcheckError"),
 ])
 def test_raises_says_which_statement_raised(code: str, how: str, words: str, tmp_path) -> None:
     path = tmp_path / "cell.py"
