@@ -113,7 +113,10 @@ class Engine:
             order = {(device, dtype): n for n, (device, dtype) in
                      enumerate((d, t) for d in self.devices for t in self.dtypes)}
             labels = list(dict.fromkeys(record.check for record in self.rows))
-            rows = sorted(self.rows, key=lambda r: (labels.index(r.check), order.get((r.device, r.dtype), len(order))))
+            # A value of a fixed dtype (torch.tensor(..., dtype=torch.float32)) is the same check in every run:
+            # one record, as the ledger keeps it, and one row.
+            unique = list({record.id: record for record in self.rows}.values())
+            rows = sorted(unique, key=lambda r: (labels.index(r.check), order.get((r.device, r.dtype), len(order))))
             from IPython.display import display
 
             display(Rows(rows))

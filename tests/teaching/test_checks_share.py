@@ -20,6 +20,9 @@ CONVERTED = ["book/small-function", "book/stored-vs-returned", "book/modules", "
              "book/grad-is-none", "book/no-gradient", "book/in-place", "book/_template"]
 LIMIT = 0.25
 CONVERTED += ["book/kinks-and-nan"]
+# "Checking numerically" shows the library's checkers and tolerances, whose calls are its subject (and count).
+NUMERICAL = ["book/finite-differences"]
+NUMERICAL_LIMIT = 0.40
 
 
 def _header_lines(node: ast.stmt) -> range:
@@ -104,3 +107,10 @@ def test_the_count_follows_names_bound_from_checks() -> None:
     assert checks_lines(source) == (8, 4)  # import checks, r = ..., value = r..., with checks.raises
     assert checks_lines("from checks import expect\nexpect(1, 1, 'one')\nz = 2\n") == (3, 2)
     assert takes_see.__name__ and checks_lines("def f(x, see):\n    see(x)\n") == (2, 0)
+
+
+@pytest.mark.parametrize("chapter", NUMERICAL)
+def test_at_most_two_fifths_of_a_numerical_chapter_s_visible_code_is_checks(chapter: str) -> None:
+    total, used = share(chapter)
+    assert total and used / total <= NUMERICAL_LIMIT, f"{chapter}: {used} of {total} visible code lines use checks"
+    assert takes_see(chapter) == []

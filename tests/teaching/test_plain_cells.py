@@ -298,6 +298,16 @@ def test_rows_of_one_cell_are_shown_together_after_it(shell, capsys) -> None:
         ("a", "(float32, cpu)"), ("a", "(float64, cpu)"), ("b", "(float32, cpu)"), ("b", "(float64, cpu)")]
 
 
+def test_a_value_of_a_fixed_dtype_is_one_row_however_many_runs_made_it(shell, capsys) -> None:
+    run(shell, "checks.each_cell(dtypes=('float32', 'float64'))")
+    capsys.readouterr()
+    run(shell, "x = torch.tensor(3.0, dtype=torch.float32, requires_grad=True)\n(x * x).backward()\n"
+               "checks.expect(x.grad, 6.0, 'cells: fixed float32')")
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1 and lines[0].endswith("(float32, cpu)"), lines
+    assert [record.dtype for record in checks.records_of("cells: fixed float32")] == ["float32"]
+
+
 def test_an_error_in_a_shadow_fails_the_cell_and_names_the_dtype(shell) -> None:
     run(shell, "checks.each_cell(dtypes=('float32', 'float64'))")
     result = shell.run_cell("assert torch.get_default_dtype() == torch.float32, 'not float32'")
