@@ -8,7 +8,7 @@ A row's `how` says what produced its value, or what raised instead:
 - an error: "constructor" (torch.tensor(..., requires_grad=True) and the other factories),
   "requires_grad_" (t.requires_grad_() on a tensor made earlier), "forward",
   "in-place" (x -= ..., x[0] = ..., x.add_(...)), "stored" (backward() raised), "returned" (autograd.grad
-  raised), "gradcheck" (torch.autograd.gradcheck raised GradcheckError).
+  raised), "gradcheck" (torch.autograd.gradcheck raised: the backward disagrees with the forward).
 
 Both are read from the statement's source: the cell's text (IPython keeps it in linecache, and so does
 checks.teaching.cells for its re-runs) or the script's file. At a plain Python prompt there is no source; an
@@ -101,7 +101,7 @@ def statement_kind(node: ast.AST) -> str:
         if name in last:
             return name
     if "gradcheck" in last:
-        return "gradcheck"  # gradcheck raises GradcheckError where its estimate and autograd's disagree
+        return "gradcheck"
     if "requires_grad_" in last:
         return "requires_grad_"  # asks an existing tensor to require grad: it constructs nothing
     if isinstance(node, ast.AugAssign) or _assigns_into(node) or any(
