@@ -57,8 +57,9 @@ def test_finite_difference_tolerance_choices_are_explained_with_measured_numbers
     assert r"\max(1, |f'|)" in text and "derivative scale" in text
     assert number_after(text, "The factor \\(c\\) =") == NUMERICAL_SAFETY
     # The measured ratio of error to the unscaled model, recomputed from the page's records.
+    # checks' own estimates (a method and a derived tolerance), not the quotients the reader's cells check
     numerical = [r for r in embedded_records(without_exercises(soup))
-                 if r["how"] == "numerical" and not r["expected_failure"]]
+                 if r["how"] == "numerical" and r["method"] and not r["expected_failure"]]
     # Each element against its own allowance's model (a numerical row's atol may be per element).
     ratio = max(float(((torch.tensor(r["observed_gradient"]) - torch.tensor(r["analytical_gradient"])).abs()
                        / (torch.tensor(r["tolerance"].get("element_atol", r["tolerance"]["atol"]),
@@ -69,6 +70,50 @@ def test_finite_difference_tolerance_choices_are_explained_with_measured_numbers
     # No typed copy of assert_close's float32 default: the prose shows the value the code holds.
     assert "1.3e-6" not in (BOOK / "finite-differences.md").read_text().split("## The same estimate")[1].split("```")[0]
     assert number_after(text, "float32 default (rtol") == checks.default_tolerance("float32").rtol
+
+
+def test_finite_differences_says_the_rounding_term_follows_each_element_s_step(book_html: Path) -> None:
+    # Issue 30: "ε|f|/h is the same for every element" was wrong: each element has its own step h0·max(|x_i|, 1).
+    from checks.core.numerical import default_step, representable_step
+
+    soup = without_exercises(page(book_html, "book/finite-differences.html"))
+    text = " ".join(main_text(soup).split())
+    assert "is the same for every element" not in text
+    weak = [r for r in embedded_records(soup) if r["how"] == "numerical" and r["method"] and r["weak_reason"]
+            and r["device"] == "cpu"]
+    weakest = max(weak, key=lambda r: r["detectable_relative_error"])
+    dtype = getattr(torch, weakest["dtype"])
+    steps = representable_step(torch.tensor(weakest["x"], dtype=dtype), default_step(weakest["method"], dtype).h0)
+    ratio = float(steps.max() / steps.min())
+    assert ratio > 1.5  # the steps do differ, so the rounding term ε|f|/h does too
+    assert number_after(text, "differ by a factor of at most") == pytest.approx(ratio, rel=0.05)
+
+
+def test_finite_differences_one_allowance_for_all_is_sized_by_the_smallest_step(book_html: Path) -> None:
+    # Issue 30: the single allowance the page compares with is the largest its steps give, the smallest step's
+    # (rounding ε|f|/h dominates): 12.3 % at x = -1, where the largest step's would be 11.3 %.
+    from checks.core.numerical import default_step, representable_step
+
+    soup = without_exercises(page(book_html, "book/finite-differences.html"))
+    text = " ".join(main_text(soup).split())
+    record = next(r for r in embedded_records(soup) if r["function"] == "exp(x).sum()" and r["method"] == "forward"
+                  and r["dtype"] == "float32" and r["device"] == "cpu")
+    x = torch.tensor(record["x"], dtype=torch.float32)
+    steps = representable_step(x, default_step("forward", torch.float32).h0).double()
+    derivative = torch.exp(x.double())
+    at = record["x"].index(-1.0)
+
+    def detectable(h: float) -> float:
+        tolerance = checks.numerical_tolerance(
+            "float32", "forward", step=h, f_scale=float(derivative.sum()), gradient_scale=float(derivative.max()),
+            derivative_scale=max(1.0, float(derivative.max())))
+        return 100 * float((tolerance.atol + tolerance.rtol * derivative[at]) / derivative[at])
+
+    smallest, largest = detectable(float(steps.min())), detectable(float(steps.max()))
+    assert smallest > largest
+    assert "sized by the smallest step (whose rounding term is the largest)" in text
+    said = text.split("sized by the smallest step")[1]
+    assert number_after(said, "pass a gradient up to") == pytest.approx(smallest, rel=0.01)
 
 
 def test_finite_difference_chapter_shows_the_plain_pytorch_it_checks(book_html: Path) -> None:

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
+import checks
+
 from ..helpers import embedded_records, main_text, page, table_of_class, tables, without_exercises
 
 
@@ -33,22 +35,35 @@ def test_precision_table_has_measured_and_theoretical_columns_for_every_dtype(bo
 
 def test_finite_difference_chapter_shows_numerical_records_with_their_telemetry(book_html: Path) -> None:
     soup = without_exercises(page(book_html, "book/finite-differences.html"))
-    by_hand, side_by_side, strict = tables(soup)
-    # A central difference written by hand, witnessed as numerical with the step rule its code used: each
-    # dtype's row shows that rule's step (ε^(1/3)·|x| at x = 1.3), and checks counted no evaluations of f.
-    assert {row["observed how"] for row in by_hand} == {"numerical estimate (central differences)"}
-    assert all(row["verdict"] == "pass" and row["f evaluations"] == "none" for row in by_hand)
-    for row in by_hand:
-        eps = torch.finfo(getattr(torch, row["dtype"])).eps
-        assert float(row["step h"]) == pytest.approx(eps ** (1 / 3) * 1.3, rel=1e-2)
+    records = embedded_records(soup)
+    # A central difference written by hand, checked as numerical against the tolerance derived for its dtype
+    # at the step its code used (ε^(1/3)·|x| at x = 1.3), which the reason states.
+    by_hand = [r for r in records if r["check"] == "central difference at 1.3"]
+    assert {r["dtype"] for r in by_hand} == {"float32", "float64"}
+    for record in by_hand:
+        eps = torch.finfo(getattr(torch, record["dtype"])).eps
+        assert record["how"] == "numerical" and record["verdict"] == "pass"
+        reason = record["tolerance"]["reason"]
+        assert reason.startswith(f"derived for central differences in {record['dtype']}")
+        assert float(reason.split(" h = ")[1].split(",")[0]) == pytest.approx(eps ** (1 / 3) * 1.3, rel=1e-2)
+    # The table of many functions: autograd's rows and checks' own estimates, each with its step and count of f.
+    side_by_side = next(rows for rows in tables(soup)
+                        if any(row["observed how"] == "returned by autograd.grad" for row in rows))
     numerical = [row for row in side_by_side if row["observed how"].startswith("numerical estimate")]
-    assert numerical and any(row["observed how"] == "returned by autograd.grad" for row in side_by_side)
-    assert all(row["f evaluations"] not in ("", "none") and row["step h"] != "none" for row in numerical)
-    assert strict[0]["verdict"] == "fail (expected failure)"
-    # checks' own estimates (the reader's quotient, "by central_by_hand(x)", has a method but no count of f's calls)
-    records = [r for r in embedded_records(soup) if r["how"] == "numerical" and r["method"] and ", by " not in r["check"]]
-    assert records and all(r["method"] in ("forward", "central") and r["evaluations"] >= 1 for r in records)
-    assert all(r["tolerance"]["reason"] for r in records)
+    assert numerical and all(row["f evaluations"] not in ("", "none") and row["step h"] != "none"
+                             for row in numerical)
+    estimates = [r for r in records if r["how"] == "numerical" and r["method"]]
+    assert estimates and all(r["method"] in ("forward", "central") and r["evaluations"] >= 1 for r in estimates)
+    assert all(r["tolerance"]["reason"] for r in estimates)
+    # Held to float32's default tolerance, a forward difference fails, as declared; with a reason, loosened,
+    # it passes, and the record keeps the tolerance it replaced.
+    strict = [r for r in records if r["check"] == "forward difference, float32's default"]
+    assert len(strict) == 1 and strict[0]["verdict"] == "fail" and strict[0]["expected_failure"]
+    loosened = [r for r in records if r["check"] == "forward difference, loosened"]
+    assert len(loosened) == 1 and loosened[0]["verdict"] == "pass"
+    assert loosened[0]["tolerance"]["history"][0]["old_rtol"] == checks.default_tolerance("float32").rtol
+    refused = [r for r in records if r["gradient_formula"] == "raises ToleranceChangeError"]
+    assert refused and all(r["verdict"] == "pass" for r in refused)
 
 
 def test_gradcheck_outcomes_are_tabled_per_dtype_and_match_the_prose(book_html: Path) -> None:

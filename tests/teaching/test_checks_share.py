@@ -19,8 +19,9 @@ from ..book.test_plain_code import cells
 CONVERTED = ["book/small-function", "book/stored-vs-returned", "book/modules", "book/debugging",
              "book/grad-is-none", "book/no-gradient", "book/in-place", "book/_template"]
 LIMIT = 0.25
-# "Checking numerically" teaches the checker: its calls are the subject there.
-NUMERICAL = ["book/precision", "book/decision-guide", "book/failures"]
+CONVERTED += ["book/kinks-and-nan"]
+# "Checking numerically" teaches the checker: its checkers' and tolerances' calls are the subject there (and count).
+NUMERICAL = ["book/finite-differences", "book/precision", "book/decision-guide", "book/failures"]
 NUMERICAL_LIMIT = 0.40
 
 

@@ -172,6 +172,8 @@ def test_provenance_of_values() -> None:
     ("torch.autograd.grad(y, x)\ntorch.autograd.grad(y, x)", "returned", "torch.autograd.grad raised RuntimeError"),
     ("torch.tensor([1.0]).backward()", "stored", "backward() raised RuntimeError"),
     ("torch.ones(2, requires_grad=True) @ torch.ones(3)", "forward", "the forward raised RuntimeError"),
+    ("torch.autograd.gradcheck(torch.relu, (torch.zeros(1, dtype=torch.float64, requires_grad=True),))",
+     "gradcheck", "torch.autograd.gradcheck raised GradcheckError"),
 ])
 def test_raises_says_which_statement_raised(code: str, how: str, words: str, tmp_path) -> None:
     path = tmp_path / "cell.py"
@@ -296,13 +298,14 @@ def test_rows_of_one_cell_are_shown_together_after_it(shell, capsys) -> None:
         ("a", "(float32, cpu)"), ("a", "(float64, cpu)"), ("b", "(float32, cpu)"), ("b", "(float64, cpu)")]
 
 
-def test_a_cell_that_names_its_dtype_shows_one_row(shell, capsys) -> None:
+def test_a_value_of_a_fixed_dtype_is_one_row_however_many_runs_made_it(shell, capsys) -> None:
     run(shell, "checks.each_cell(dtypes=('float32', 'float64'))")
     capsys.readouterr()
-    run(shell, "x = torch.tensor(3.0, dtype=torch.float16, requires_grad=True)\n(x * x).backward()\n"
-               "checks.expect(x.grad, 6.0, 'cells: float16 named')")
+    run(shell, "x = torch.tensor(3.0, dtype=torch.float32, requires_grad=True)\n(x * x).backward()\n"
+               "checks.expect(x.grad, 6.0, 'cells: fixed float32')")
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 1 and lines[0].endswith("(float16, cpu)"), lines
+    assert len(lines) == 1 and lines[0].endswith("(float32, cpu)"), lines
+    assert [record.dtype for record in checks.records_of("cells: fixed float32")] == ["float32"]
 
 
 def test_an_error_in_a_shadow_fails_the_cell_and_names_the_dtype(shell) -> None:
