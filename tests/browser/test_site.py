@@ -564,6 +564,9 @@ def test_the_ledger_s_filter_narrows_its_rows_to_the_outcome_picked(browser, sit
     tab.wait_for_function(f"() => ({shown})().includes('of {failures} entries') || "
                           f"({shown})().includes('to {failures} of {failures}')", timeout=10_000)
     tab.select_option("div.checks-ledger-table select", "500")
+    # The redraw for the page length comes first (slow on a loaded machine): every picked row in view.
+    tab.wait_for_function(f"() => document.querySelectorAll('table.checks-ledger tbody td.checks-verdict').length"
+                          f" === {failures}", timeout=30_000)
     outcomes = tab.eval_on_selector_all("table.checks-ledger tbody td.checks-verdict", "cells => cells.map(c => c.textContent)")
     assert outcomes == ["expected failure"] * failures, outcomes
     # Sorting by a column reorders the rows: by chapter, ascending.
@@ -573,7 +576,7 @@ def test_the_ledger_s_filter_narrows_its_rows_to_the_outcome_picked(browser, sit
         const cells = [...document.querySelectorAll('table.checks-ledger tbody td.checks-chapter')];
         const names = cells.map(cell => cell.textContent);
         return names.every((name, i) => i === 0 || names[i - 1].localeCompare(name) <= 0);
-    }""", timeout=10_000)
+    }""", timeout=30_000)
     chapters = tab.eval_on_selector_all("table.checks-ledger tbody td.checks-chapter", "cells => cells.map(c => c.textContent)")
     assert chapters == sorted(chapters)
     context.close()
