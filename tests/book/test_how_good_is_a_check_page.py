@@ -86,8 +86,14 @@ def test_the_float32_resolution_agrees_with_the_prediction(book_html: Path) -> N
 
     text = _text(page(book_html, PAGE))
     eps = torch.finfo(torch.float32).eps
-    predicted = 40 * eps / (default_step("richardson", torch.float32).h0 / 4)
-    assert f"about \\(40\\,\\varepsilon/h \\approx\\) {predicted:.1g} for entries of order 1" in text
+    # The stated terms add up: a rounding term 2ε(|f| + |J||x|)/h of 4ε/h at order 1, an error estimate of
+    # the same order, ten times their sum.
+    rounding = 2 * (1 + 1 * 1)
+    constant = 10 * (rounding + rounding)
+    assert f"2\\varepsilon(|f| + |J||x|)/h = {rounding}\\varepsilon/h" in text
+    assert f"10\\cdot({rounding} + {rounding})\\,\\varepsilon/h = {constant}\\,\\varepsilon/h" in text
+    predicted = constant * eps / (default_step("richardson", torch.float32).h0 / 4)
+    assert f"about \\({constant}\\,\\varepsilon/h \\approx\\) {predicted:.1g} for entries of order 1" in text
     assert "cannot resolve a relative error much below" not in text
 
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from ..book.test_plain_code import cells
-from .test_checks_share import CONVERTED, NUMERICAL
+from .test_checks_share import CONVERTED, PLAIN_NUMERICAL
 
 
 @pytest.mark.parametrize("chapter", CONVERTED)
@@ -25,7 +25,7 @@ def test_the_visible_code_runs_at_a_plain_prompt_and_prints_lines(chapter: str) 
     assert all(line.startswith("✓ pass") or "as declared" in line for line in lines), result.stdout
 
 
-@pytest.mark.parametrize("chapter", NUMERICAL)
+@pytest.mark.parametrize("chapter", PLAIN_NUMERICAL)
 def test_a_numerical_chapter_s_visible_code_runs_at_a_plain_prompt(chapter: str) -> None:
     # These chapters name dtypes themselves (float16, float64): each line says which it ran in.
     code = "\n\n".join(cell.python() for cell in cells(chapter) if cell.visible and "skip-execution" not in cell.tags)
