@@ -251,6 +251,9 @@ def value_kind(expression: str, value: object, uses: Sequence[object], history: 
         bound = _binding(node.id, history)
         if bound is None:
             return "unknown"
+        func = _func_subject(bound, history)
+        if func is not None:
+            return func[2]
         node = bound
     kind = statement_kind(node)
     if kind == "forward" and any(isinstance(item, ast.Attribute) and item.attr == "grad" for item in ast.walk(node)):
@@ -308,7 +311,8 @@ def simple_name(text: str) -> str:
 
 def subject(expression: str, frame: FrameType, history: Sequence[str]) -> tuple[str, torch.Tensor | None]:
     """(f, x) of the gradient an expression names, read off the reader's code: ("x * x", the tensor x) for
-    x.grad after `y = x * x; y.backward()`, and for g after `(g,) = torch.autograd.grad(y, x)`. f is the
+    x.grad after `y = x * x; y.backward()`, and for g after `(g,) = torch.autograd.grad(y, x)`; ("f(x)", x) for
+    what torch.func computed of f at x (_func_subject). f is the
     output backward() or autograd.grad was given, with the names bound in the code before it written out
     once (y.sum() after y = torch.sigmoid(x) is torch.sigmoid(x).sum()). ("", None) where the code does not
     say (no source, or not a gradient)."""
@@ -330,6 +334,8 @@ def subject(expression: str, frame: FrameType, history: Sequence[str]) -> tuple[
             inputs = call.args[1]
             inputs = inputs.elts[0] if isinstance(inputs, (ast.Tuple, ast.List)) and len(inputs.elts) == 1 else inputs
             leaf = inputs.id if isinstance(inputs, ast.Name) else None
+        elif bound is not None and (func := _func_subject(bound, history)) is not None:
+            output, leaf, _ = func
     value = _looked_up(leaf, frame) if leaf else None
     if output is None or not isinstance(value, torch.Tensor):
         return "", None
@@ -343,6 +349,30 @@ def subject(expression: str, frame: FrameType, history: Sequence[str]) -> tuple[
         value = next((item for item in data if isinstance(item, torch.Tensor)
                       and not isinstance(item, torch.nn.Parameter)), value)
     return function, value
+
+
+def _func_subject(bound: ast.AST, history: Sequence[str]) -> tuple[ast.AST, str, str] | None:
+    """(f(x), x, kind) of a value torch.func gave: J = torch.func.jacrev(f)(x), _, jvp = torch.func.jvp(f, (x,),
+    (u,)), or (vjp,) = vjp_fn(v) after _, vjp_fn = torch.func.vjp(f, x). None for any other statement."""
+    for call in (item for item in ast.walk(bound) if isinstance(item, ast.Call)):
+        inner = call.func
+        if isinstance(inner, ast.Call) and inner.args and call.args and isinstance(call.args[0], ast.Name) and \
+                _called(inner)[:1] and _called(inner)[0].rsplit(".", 1)[-1] in ("jacrev", "jacfwd", "hessian"):
+            kind = _called(inner)[0].rsplit(".", 1)[-1]
+            return ast.Call(func=inner.args[0], args=[call.args[0]], keywords=[]), call.args[0].id, kind
+        name = _called(call)[:1][0].rsplit(".", 1)[-1] if _called(call)[:1] else ""
+        if name in ("jvp", "vjp") and len(call.args) >= 2:
+            inputs = call.args[1]
+            inputs = inputs.elts[0] if isinstance(inputs, (ast.Tuple, ast.List)) and len(inputs.elts) == 1 else inputs
+            if isinstance(inputs, ast.Name):
+                return ast.Call(func=call.args[0], args=[inputs], keywords=[]), inputs.id, name
+        if isinstance(call.func, ast.Name):
+            made = _binding(call.func.id, history)  # vjp_fn(v): the function torch.func.vjp returned
+            if made is not None and made is not bound and any(
+                    isinstance(item, ast.Call) and _called(item)[:1] and _called(item)[0].endswith("vjp")
+                    for item in ast.walk(made)):
+                return _func_subject(made, history)
+    return None
 
 
 def _dotted(node: ast.AST) -> bool:
