@@ -8,7 +8,7 @@ A row's `how` says what produced its value, or what raised instead:
 - an error: "constructor" (torch.tensor(..., requires_grad=True) and the other factories),
   "requires_grad_" (t.requires_grad_() on a tensor made earlier), "forward",
   "in-place" (x -= ..., x[0] = ..., x.add_(...)), "stored" (backward() raised), "returned" (autograd.grad
-  raised).
+  raised), "gradcheck" (torch.autograd.gradcheck raised: the backward disagrees with the forward).
 
 Both are read from the statement's source: the cell's text (IPython keeps it in linecache, and so does
 checks.teaching.cells for its re-runs) or the script's file. At a plain Python prompt there is no source; an
@@ -46,6 +46,7 @@ RAISER_WORDS = {
     "vjp": ("torch.func.vjp", "nothing returned"),
     "jvp": ("torch.func.jvp", "nothing returned"),
     "hessian": ("torch.func.hessian", "nothing returned"),
+    "gradcheck": ("torch.autograd.gradcheck", "nothing returned"),
     "unknown": ("a statement", "nothing delivered"),
 }
 
@@ -99,6 +100,8 @@ def statement_kind(node: ast.AST) -> str:
     for name in FUNC_CALLS:
         if name in last:
             return name
+    if "gradcheck" in last:
+        return "gradcheck"
     if "requires_grad_" in last:
         return "requires_grad_"  # asks an existing tensor to require grad: it constructs nothing
     if isinstance(node, ast.AugAssign) or _assigns_into(node) or any(
@@ -359,7 +362,7 @@ def _func_subject(bound: ast.AST, history: Sequence[str]) -> tuple[ast.AST, str,
         if isinstance(inner, ast.Call) and inner.args and call.args and isinstance(call.args[0], ast.Name) and \
                 _called(inner)[:1] and _called(inner)[0].rsplit(".", 1)[-1] in ("jacrev", "jacfwd", "hessian"):
             kind = _called(inner)[0].rsplit(".", 1)[-1]
-            return ast.Call(func=inner.args[0], args=[call.args[0]], keywords=[]), call.args[0].id, kind
+            return ast.Call(func=inner.args[0], args=call.args, keywords=[]), call.args[0].id, kind
         name = _called(call)[:1][0].rsplit(".", 1)[-1] if _called(call)[:1] else ""
         if name in ("jvp", "vjp") and len(call.args) >= 2:
             inputs = call.args[1]

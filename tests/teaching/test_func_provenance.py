@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 import checks
+import checks.teaching.provenance
 from checks.teaching import records
 
 
@@ -45,3 +46,26 @@ def test_a_function_that_is_not_from_torch_func_stays_the_forward() -> None:
     y = double(x)
     checks.expect(y, [2.0, 4.0], "func: a plain call")
     assert (last().how, last().function, last().x) == ("forward", "y", [])
+
+
+def test_gradcheck_that_raises_is_named_as_the_statement_that_raised() -> None:
+    class Forgot(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x**3
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(*inputs)
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 3 * x**2  # grad forgotten
+
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    with checks.raises(RuntimeError, "func: gradcheck of a backward that forgot grad"):
+        torch.autograd.gradcheck(Forgot.apply, (x,))
+    assert last().verdict == "pass" and last().how == "gradcheck"
+    assert "torch.autograd.gradcheck raised GradcheckError" in checks.teaching.provenance.raised_words(
+        last().how, "GradcheckError")
