@@ -314,8 +314,7 @@ def simple_name(text: str) -> str:
 
 def subject(expression: str, frame: FrameType, history: Sequence[str]) -> tuple[str, torch.Tensor | None]:
     """(f, x) of the gradient an expression names, read off the reader's code: ("x * x", the tensor x) for
-    x.grad after `y = x * x; y.backward()`, and for g after `(g,) = torch.autograd.grad(y, x)`; ("f(x)", x) for
-    what torch.func computed of f at x (_func_subject). f is the
+    x.grad after `y = x * x; y.backward()`, and for g after `(g,) = torch.autograd.grad(y, x)`. f is the
     output backward() or autograd.grad was given, with the names bound in the code before it written out
     once (y.sum() after y = torch.sigmoid(x) is torch.sigmoid(x).sum()). ("", None) where the code does not
     say (no source, or not a gradient)."""
@@ -329,6 +328,11 @@ def subject(expression: str, frame: FrameType, history: Sequence[str]) -> tuple[
         output = _last_backward(history)
     elif isinstance(node, ast.Name):
         bound = _binding(node.id, history)
+        func = _func_subject(bound, history) if bound is not None else None
+        if func is not None:  # what torch.func computed of f at x: ("f(x)", x)
+            output, leaf, _ = func
+            value = _looked_up(leaf, frame)
+            return (_written_out(output, leaf, history), value) if isinstance(value, torch.Tensor) else ("", None)
         call = next((item for item in ast.walk(bound) if isinstance(item, ast.Call)
                      and _called(item)[:1] in (["autograd.grad"], ["grad"]) and len(item.args) >= 2), None) \
             if bound is not None else None
@@ -337,8 +341,6 @@ def subject(expression: str, frame: FrameType, history: Sequence[str]) -> tuple[
             inputs = call.args[1]
             inputs = inputs.elts[0] if isinstance(inputs, (ast.Tuple, ast.List)) and len(inputs.elts) == 1 else inputs
             leaf = inputs.id if isinstance(inputs, ast.Name) else None
-        elif bound is not None and (func := _func_subject(bound, history)) is not None:
-            output, leaf, _ = func
     value = _looked_up(leaf, frame) if leaf else None
     if output is None or not isinstance(value, torch.Tensor):
         return "", None
