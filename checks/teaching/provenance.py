@@ -356,30 +356,6 @@ def subject(expression: str, frame: FrameType, history: Sequence[str]) -> tuple[
     return function, value
 
 
-def _func_subject(bound: ast.AST, history: Sequence[str]) -> tuple[ast.AST, str, str] | None:
-    """(f(x), x, kind) of a value torch.func gave: J = torch.func.jacrev(f)(x), _, jvp = torch.func.jvp(f, (x,),
-    (u,)), or (vjp,) = vjp_fn(v) after _, vjp_fn = torch.func.vjp(f, x). None for any other statement."""
-    for call in (item for item in ast.walk(bound) if isinstance(item, ast.Call)):
-        inner = call.func
-        if isinstance(inner, ast.Call) and inner.args and call.args and isinstance(call.args[0], ast.Name) and \
-                _called(inner)[:1] and _called(inner)[0].rsplit(".", 1)[-1] in ("jacrev", "jacfwd", "hessian"):
-            kind = _called(inner)[0].rsplit(".", 1)[-1]
-            return ast.Call(func=inner.args[0], args=call.args, keywords=[]), call.args[0].id, kind
-        name = _called(call)[:1][0].rsplit(".", 1)[-1] if _called(call)[:1] else ""
-        if name in ("jvp", "vjp") and len(call.args) >= 2:
-            inputs = call.args[1]
-            inputs = inputs.elts[0] if isinstance(inputs, (ast.Tuple, ast.List)) and len(inputs.elts) == 1 else inputs
-            if isinstance(inputs, ast.Name):
-                return ast.Call(func=call.args[0], args=[inputs], keywords=[]), inputs.id, name
-        if isinstance(call.func, ast.Name):
-            made = _binding(call.func.id, history)  # vjp_fn(v): the function torch.func.vjp returned
-            if made is not None and made is not bound and any(
-                    isinstance(item, ast.Call) and _called(item)[:1] and _called(item)[0].endswith("vjp")
-                    for item in ast.walk(made)):
-                return _func_subject(made, history)
-    return None
-
-
 def _dotted(node: ast.AST) -> bool:
     """A name, or attributes of one (model.weight)."""
     return isinstance(node, ast.Name) or isinstance(node, ast.Attribute) and _dotted(node.value)
@@ -419,3 +395,27 @@ def _written_out(output: ast.AST, leaf: str, history: Sequence[str]) -> str:
             return name
 
     return ast.unparse(Expand().visit(ast.parse(ast.unparse(output), mode="eval")))
+
+
+def _func_subject(bound: ast.AST, history: Sequence[str]) -> tuple[ast.AST, str, str] | None:
+    """(f(x), x, kind) of a value torch.func gave: J = torch.func.jacrev(f)(x), _, jvp = torch.func.jvp(f, (x,),
+    (u,)), or (vjp,) = vjp_fn(v) after _, vjp_fn = torch.func.vjp(f, x). None for any other statement."""
+    for call in (item for item in ast.walk(bound) if isinstance(item, ast.Call)):
+        inner = call.func
+        if isinstance(inner, ast.Call) and inner.args and call.args and isinstance(call.args[0], ast.Name) and \
+                _called(inner)[:1] and _called(inner)[0].rsplit(".", 1)[-1] in ("jacrev", "jacfwd", "hessian"):
+            kind = _called(inner)[0].rsplit(".", 1)[-1]
+            return ast.Call(func=inner.args[0], args=call.args, keywords=[]), call.args[0].id, kind
+        name = _called(call)[:1][0].rsplit(".", 1)[-1] if _called(call)[:1] else ""
+        if name in ("jvp", "vjp") and len(call.args) >= 2:
+            inputs = call.args[1]
+            inputs = inputs.elts[0] if isinstance(inputs, (ast.Tuple, ast.List)) and len(inputs.elts) == 1 else inputs
+            if isinstance(inputs, ast.Name):
+                return ast.Call(func=call.args[0], args=[inputs], keywords=[]), inputs.id, name
+        if isinstance(call.func, ast.Name):
+            made = _binding(call.func.id, history)  # vjp_fn(v): the function torch.func.vjp returned
+            if made is not None and made is not bound and any(
+                    isinstance(item, ast.Call) and _called(item)[:1] and _called(item)[0].endswith("vjp")
+                    for item in ast.walk(made)):
+                return _func_subject(made, history)
+    return None
