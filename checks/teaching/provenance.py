@@ -254,6 +254,9 @@ def value_kind(expression: str, value: object, uses: Sequence[object], history: 
         bound = _binding(node.id, history)
         if bound is None:
             return "unknown"
+        func = _func_subject(bound, history)
+        if func is not None:
+            return func[2]
         node = bound
     kind = statement_kind(node)
     if kind == "forward" and any(isinstance(item, ast.Attribute) and item.attr == "grad" for item in ast.walk(node)):
@@ -325,6 +328,11 @@ def subject(expression: str, frame: FrameType, history: Sequence[str]) -> tuple[
         output = _last_backward(history)
     elif isinstance(node, ast.Name):
         bound = _binding(node.id, history)
+        func = _func_subject(bound, history) if bound is not None else None
+        if func is not None:  # what torch.func computed of f at x: ("f(x)", x)
+            output, leaf, _ = func
+            value = _looked_up(leaf, frame)
+            return (_written_out(output, leaf, history), value) if isinstance(value, torch.Tensor) else ("", None)
         call = next((item for item in ast.walk(bound) if isinstance(item, ast.Call)
                      and _called(item)[:1] in (["autograd.grad"], ["grad"]) and len(item.args) >= 2), None) \
             if bound is not None else None
@@ -413,3 +421,27 @@ def _written_out(output: ast.AST, leaf: str, history: Sequence[str]) -> str:
             return name
 
     return ast.unparse(Expand().visit(ast.parse(ast.unparse(output), mode="eval")))
+
+
+def _func_subject(bound: ast.AST, history: Sequence[str]) -> tuple[ast.AST, str, str] | None:
+    """(f(x), x, kind) of a value torch.func gave: J = torch.func.jacrev(f)(x), _, jvp = torch.func.jvp(f, (x,),
+    (u,)), or (vjp,) = vjp_fn(v) after _, vjp_fn = torch.func.vjp(f, x). None for any other statement."""
+    for call in (item for item in ast.walk(bound) if isinstance(item, ast.Call)):
+        inner = call.func
+        if isinstance(inner, ast.Call) and inner.args and call.args and isinstance(call.args[0], ast.Name) and \
+                _called(inner)[:1] and _called(inner)[0].rsplit(".", 1)[-1] in ("jacrev", "jacfwd", "hessian"):
+            kind = _called(inner)[0].rsplit(".", 1)[-1]
+            return ast.Call(func=inner.args[0], args=call.args, keywords=[]), call.args[0].id, kind
+        name = _called(call)[:1][0].rsplit(".", 1)[-1] if _called(call)[:1] else ""
+        if name in ("jvp", "vjp") and len(call.args) >= 2:
+            inputs = call.args[1]
+            inputs = inputs.elts[0] if isinstance(inputs, (ast.Tuple, ast.List)) and len(inputs.elts) == 1 else inputs
+            if isinstance(inputs, ast.Name):
+                return ast.Call(func=call.args[0], args=[inputs], keywords=[]), inputs.id, name
+        if isinstance(call.func, ast.Name):
+            made = _binding(call.func.id, history)  # vjp_fn(v): the function torch.func.vjp returned
+            if made is not None and made is not bound and any(
+                    isinstance(item, ast.Call) and _called(item)[:1] and _called(item)[0].endswith("vjp")
+                    for item in ast.walk(made)):
+                return _func_subject(made, history)
+    return None

@@ -165,7 +165,7 @@ def _row(record: Record) -> str:
     expected = (html.escape(expected_text(record)) if record.analytical_gradient is None
                 else vector_html(record.analytical_gradient))
     error = raised(record)
-    observed = _folded_error(error) if error else (
+    observed = _folded_error(error, raised_whole(record)) if error else (
         html.escape(observed_text(record)) if record.observed_gradient is None else vector_html(record.observed_gradient))
     cells = (f'<td class="checks-verdict" data-field="verdict"{data_label("verdict")}>{verdict}</td>'
              f'<td class="checks-check"{data_label("check")}>{check}</td>'
@@ -198,13 +198,26 @@ def estimate_words(record: Record) -> str:
     return f"{step}, {record.evaluations} evaluations of f{error}"
 
 
-def _folded_error(error: str) -> str:
-    """PyTorch's error, its first sentence in view and the rest a click away."""
+def raised_whole(record: Record) -> str:
+    """'RuntimeError: PyTorch's whole message', all its lines (raised() has the first); '' if nothing raised."""
+    error = raised(record)
+    lines = record.message.splitlines()
+    start = next((number for number, line in enumerate(lines) if line.startswith(RAISED)), None)
+    if not error or start is None:
+        return ""
+    rest = [line for line in lines[start + 1:] if not line.startswith((DECLARED, DIAGNOSIS))]
+    return f"{error.split(': ', 1)[0]}: " + "\n".join(rest) if rest else error
+
+
+def _folded_error(error: str, whole: str) -> str:
+    """PyTorch's error, its first sentence in view and the rest (the lines after the first too) a click away."""
     shown = short(error)
-    if shown == error:
+    if shown == error == whole or not whole:
         return html.escape(error)
+    if shown == error:
+        shown += " …"
     return (f'<details class="checks-error"><summary>{html.escape(shown)}</summary>'
-            f"{html.escape(error)}</details>")
+            f"{html.escape(whole)}</details>")
 
 
 def failures_html(records: Sequence[Record]) -> str:
