@@ -18,9 +18,8 @@ from ..book.test_plain_code import cells
 # The template a new chapter starts from (CONTRIBUTING.md) is held to the same rules.
 CONVERTED = ["book/small-function", "book/stored-vs-returned", "book/modules", "book/debugging",
              "book/grad-is-none", "book/no-gradient", "book/in-place", "book/_template",
-             "book/non-scalar", "book/hooks-and-functions"]
+             "book/non-scalar", "book/kinks-and-nan", "book/hooks-and-functions"]
 LIMIT = 0.25
-CONVERTED += ["book/kinks-and-nan"]
 # "Checking numerically" teaches the checker: its checkers' and tolerances' calls are the subject there (and count).
 # Those in plain cells (checks.expect) are pasted into python too (test_pasted); the last two still use the
 # earlier checks.plan and checks.witness.
