@@ -204,7 +204,7 @@ def test_the_step_exercises_use_the_minimisers_of_their_stated_sums(book_html: P
         for label, h, quotient in (
                 ("d/dx eˣ = eˣ, forward at h = √(3ε)", (3 * eps) ** 0.5,
                  lambda h: (torch.exp(x + h) - torch.exp(x)) / h),
-                ("d/dx eˣ = eˣ, central at h = (3ε)^(1/3)", (3 * eps) ** (1 / 3),
+                ("d/dx eˣ = eˣ, central at h = ∛(3ε)", (3 * eps) ** (1 / 3),
                  lambda h: (torch.exp(x + h) - torch.exp(x - h)) / (2 * h))):
             record = next(r for r in records if r["check"] == label and r["dtype"] == str(dtype)[6:])
             assert record["verdict"] == "pass" and record["how"] == "numerical"
