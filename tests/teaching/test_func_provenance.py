@@ -9,6 +9,8 @@ import checks
 import checks.teaching.provenance
 from checks.teaching import records
 
+from .test_folded_errors import Forgot
+
 
 def last() -> records.Record:
     return records.collected()[-1]
@@ -49,20 +51,6 @@ def test_a_function_that_is_not_from_torch_func_stays_the_forward() -> None:
 
 
 def test_gradcheck_that_raises_is_named_as_the_statement_that_raised() -> None:
-    class Forgot(torch.autograd.Function):
-        @staticmethod
-        def forward(x):
-            return x**3
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            ctx.save_for_backward(*inputs)
-
-        @staticmethod
-        def backward(ctx, grad):
-            (x,) = ctx.saved_tensors
-            return 3 * x**2  # grad forgotten
-
     x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
     with checks.raises(RuntimeError, "func: gradcheck of a backward that forgot grad"):
         torch.autograd.gradcheck(Forgot.apply, (x,))
