@@ -624,9 +624,10 @@ def _ledger_cell(key: str, item: Entry, record: Record, link: Callable[[Entry], 
         return (f'<td class="checks-how" title="{html.escape(cell_text("how", record))}">'
                 f"{html.escape(text)}</td>")
     if key in ("analytical_gradient", "observed_gradient"):
-        # Mismatched elements are marked; their list by index is on the chapter's page, a click away.
-        # Sorting and searching read the value's text, not the folded markup.
-        return (f'<td class="checks-{key}" data-order="{html.escape(cell_text(key, record))}">'
+        # Mismatched elements are marked; their list by index is on the chapter's page, a click away. A
+        # number sorts by its text; a vector by its folded text, which begins with its first values (a copy of
+        # the whole vector in data-order would add a third of the page's weight).
+        return (f'<td class="checks-{key}">'
                 f"{vector_html(getattr(record, key), mismatched_indices(record))}</td>")
     if key == "abs_error":
         return (f'<td class="checks-abs_error-rel_error" data-order="{record.abs_error}">abs '
