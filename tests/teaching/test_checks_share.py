@@ -109,6 +109,17 @@ def test_no_function_takes_see(chapter: str) -> None:
     assert takes_see(chapter) == []
 
 
+# The widest line the code box shows whole at 1280 px, in the book and in JupyterLab (tests/browser measure it).
+CODE_WIDTH = 74
+
+
+@pytest.mark.parametrize("chapter", CONVERTED + NUMERICAL)
+def test_every_visible_code_line_fits_the_code_box(chapter: str) -> None:
+    long = [line for cell in cells(chapter) if cell.visible for line in cell.python().splitlines()
+            if len(line) > CODE_WIDTH]
+    assert not long, long
+
+
 def test_the_count_follows_names_bound_from_checks() -> None:
     source = ("import torch\nimport checks\nx = torch.tensor(3.0, requires_grad=True)\n# a comment\n\n"
               "r = checks.recorded('a')\nvalue = r.observed_gradient\ny = x * x\n"
