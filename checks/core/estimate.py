@@ -30,7 +30,7 @@ import math
 import numpy as np
 import torch
 
-from .numerical import _Evaluator, noise_level
+from .numerical import _Evaluator, neville, noise_level
 
 FIRST_LEVELS = 4
 # Steps per later batch, for the columns not settled by the first: a window's worth.
@@ -284,15 +284,12 @@ class Search:
         """Per window k (steps k, k+1, k+2) and held element: Neville's T22 (k, elements), its error and the
         finest step (k, elements)."""
         d, h = self.differences[:self.depth], self.h[:self.depth, self.columns] ** 2
-        with np.errstate(invalid="ignore", divide="ignore"):
-            first = (h[:-1] * d[1:] - h[1:] * d[:-1]) / (h[:-1] - h[1:])
-            best = (h[:-2] * first[1:] - h[2:] * first[:-1]) / (h[:-2] - h[2:])
+        best, ridders = neville(d, h, 2)
         # Ridders' error, the change the last extrapolation made, is the error of the once-extrapolated
         # value (order h⁴), far above that of T22 (order h⁶) where truncation dominates. The change to the
         # neighbouring windows' T22, one step coarser and one finer, measures T22's own error (as
         # numdifftools does). Taking the larger change, on either side, spans five steps: noisy windows
         # rarely agree with both neighbours by chance. A window with no finite neighbour keeps Ridders'.
-        ridders = np.maximum(np.abs(best - first[1:]), np.abs(best - first[:-1]))
         change = np.abs(best[1:] - best[:-1])
         missing = np.full((1, *best.shape[1:]), np.nan)
         # fmax ignores a NaN side: a window beside a missing one is judged by the other.

@@ -261,30 +261,45 @@ def _complex(evaluate: _Evaluator, x: torch.Tensor, h0: float) -> tuple[torch.Te
     return (outputs / h.to(torch.float64).unsqueeze(1)).T, h.to(torch.float64)
 
 
+def neville(differences: np.ndarray, squared_steps: np.ndarray, order: int) -> tuple[np.ndarray, np.ndarray]:
+    """Neville's scheme on central differences at successive steps, extrapolated `order` times to h² = 0.
+
+    differences: (levels, ...) the central differences D(h_i); squared_steps: h_i², broadcastable to them,
+    the representable steps as they are (their ratio is not exactly 2 after rounding). Tableau:
+    T[i][0] = D(h_i), T[i][j] = (h_{i-j}² T[i][j-1] - h_i² T[i-1][j-1]) / (h_{i-j}² - h_i²).
+
+    Returns (value, ridders), each (levels - order, ...): per window of order + 1 consecutive steps, i from
+    order on, T[i][order] and Ridders' error estimate, the larger of |T[i][order] - T[i][order-1]| and
+    |T[i][order] - T[i-1][order-1]|: the change the last extrapolation made. That is the error of the value
+    extrapolated once less, an overestimate where truncation dominates; where there are several windows
+    the checker's search (estimate.py) compares each with its neighbours instead.
+    """
+    value = previous = np.asarray(differences)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        for j in range(1, order + 1):
+            coarse, fine = squared_steps[:-j], squared_steps[j:]
+            previous = value
+            value = (coarse * previous[1:] - fine * previous[:-1]) / (coarse - fine)
+        ridders = np.maximum(np.abs(value - previous[1:]), np.abs(value - previous[:-1]))
+    return value, ridders
+
+
 def _richardson(
     evaluate: _Evaluator, x: torch.Tensor, h0: float, levels: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Central differences at h0, h0/2, ...; Neville's scheme extrapolates them to h² = 0.
-
-    T[i][0] is the central difference at step h_i; T[i][j] = (h_{i-j}² T[i][j-1] - h_i² T[i-1][j-1]) /
-    (h_{i-j}² - h_i²) uses the representable steps as they are (their ratio is not exactly 2 after
-    rounding). The error estimate is Ridders': the larger of |T[k][k] - T[k][k-1]| and
-    |T[k][k] - T[k-1][k-1]|, the change the last extrapolation made. It is an estimate, not a bound.
+    """Central differences at h0, h0/2, ..., h0/2^(levels-1), extrapolated by Neville's scheme (neville)
+    over all of them: the error terms h², h⁴, ... up to h^(2 levels - 2) cancel. Its error is Ridders'.
     """
-    rows: list[list[torch.Tensor]] = []
-    steps = []
+    columns, steps = [], []
     for level in range(levels):
-        columns, h = _central_columns(evaluate, x, h0 / 2**level)
+        differences, h = _central_columns(evaluate, x, h0 / 2**level)
+        columns.append(differences.cpu().numpy())
         steps.append(h)
-        squared = h.unsqueeze(1) ** 2
-        row = [columns]
-        for j in range(1, level + 1):
-            coarse = steps[level - j].unsqueeze(1) ** 2
-            row.append((coarse * row[j - 1] - squared * rows[level - 1][j - 1]) / (coarse - squared))
-        rows.append(row)
-    best = rows[-1][-1]
-    error = torch.maximum((best - rows[-1][-2]).abs(), (best - rows[-2][-1]).abs())
-    return best.T, torch.stack(steps), error.T.contiguous()
+    used = torch.stack(steps)
+    squared = (used.cpu().numpy() ** 2)[:, :, None]
+    value, error = neville(np.stack(columns), squared, levels - 1)
+    device = used.device
+    return torch.from_numpy(value[-1].T.copy()).to(device), used, torch.from_numpy(error[-1].T.copy()).to(device)
 
 
 def noise_level(values: np.ndarray) -> np.ndarray:
