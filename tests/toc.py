@@ -41,6 +41,15 @@ def toc_files(root: Path = ROOT) -> list[str]:
     return [str(Path(toc["root"]).with_suffix("")), *_files(chapters)]
 
 
+def toc_part(caption: str, root: Path = ROOT) -> list[str]:
+    """The chapters of the part with this caption, as docnames without suffix."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    for part in toc.get("parts", []):
+        if part.get("caption") == caption:
+            return _files(part.get("chapters", []))
+    raise ValueError(f"{root / '_toc.yml'} has no part captioned {caption!r}")
+
+
 def toc_chapters(root: Path = ROOT) -> list[str]:
     """The chapters that must each execute and show checks: the toc without its root page and the reference
     pages (the API reference and the ledger)."""

@@ -52,7 +52,7 @@ EXPECTED_FAILURES = {
 PROVENANCE = {
     "book/grad-is-none": {
         "x.grad = 4x³ at 3": "stored", "h.grad, h = x**2 not a leaf: None": "stored",
-        "h.grad after h.retain_grad(): 2h = 18": "stored", "x.grad with h.retain_grad(): 4x³": "stored",
+        "h.grad after h.retain_grad(): 2h = 18": "stored",
         "w.grad, w = leaf * 0.1: None": "stored", "w.grad, then a leaf: 2w": "stored",
         "x.grad, y = c·x²: 2cx = 12": "stored", "c.grad, c does not require grad: None": "stored",
         "c.grad, c requires grad: x² = 9": "stored",
@@ -215,17 +215,18 @@ def test_grad_is_none_shows_the_non_leaf_warning_word_for_word(pages: dict[str, 
 
 
 def test_grad_is_none_shows_the_real_errors(pages: dict[str, BeautifulSoup]) -> None:
-    text = prose(pages["book/grad-is-none"])
+    """Each deliberate error's row passes and carries PyTorch's own words, as PyTorch says them today."""
+    soup = pages["book/grad-is-none"]
     made = error_of(lambda: torch.tensor(3, requires_grad=True))
     later = error_of(lambda: torch.tensor(3).requires_grad_())
     with torch.no_grad():
         y = torch.tensor(3.0, requires_grad=True) ** 2
     no_graph = error_of(y.backward)
-    assert squeezed(f'The constructor said "{made}"; .requires_grad_() said "{later}"') in text
-    rows = by_label(pages["book/grad-is-none"], "forward inside torch.no_grad()")
-    rows += by_label(pages["book/grad-is-none"], "output rebuilt from x.item()")
-    assert all(r["verdict"] == "pass" and no_graph in r["message"] for r in rows)
-    assert squeezed(f'{len(rows)} of the {len(rows)} rows raised "{no_graph}", the same words every time') in text
+    errors = {"torch.tensor(3, requires_grad=True)": made, "then n.requires_grad_()": later,
+              "forward inside torch.no_grad()": no_graph, "output rebuilt from x.item()": no_graph}
+    for label, error in errors.items():
+        rows = by_label(soup, label)
+        assert rows and all(r["verdict"] == "pass" and error in r["message"] for r in rows), (label, rows)
 
 
 def test_grad_is_none_reads_the_graph_and_each_value_is_the_expected_one(pages: dict[str, BeautifulSoup]) -> None:
@@ -233,7 +234,7 @@ def test_grad_is_none_reads_the_graph_and_each_value_is_the_expected_one(pages: 
     shown = outputs(soup)
     assert any(output.startswith("True False False\nNone <PowBackward0") for output in shown)
     assert any("PowBackward0\n    PowBackward0\n        AccumulateGrad" in output for output in shown)
-    assert any("MulBackward0\n    None (an input that does not require grad)\n    PowBackward0\n        "
+    assert any("MulBackward0\n    None (does not require grad)\n    PowBackward0\n        "
                "AccumulateGrad" in output for output in shown)
     expected = {"x.grad = 4x³ at 3": 108, "h.grad after h.retain_grad(): 2h = 18": 18,
                 "c.grad, c requires grad: x² = 9": 9, "h.grad, h rebuilt as a leaf: 2h = 18": 18,
@@ -244,7 +245,6 @@ def test_grad_is_none_reads_the_graph_and_each_value_is_the_expected_one(pages: 
     for label in ("w.grad, w = leaf * 0.1: None", "c.grad, c does not require grad: None",
                   "x.grad, cut off by .detach(): None", "x.grad after the two errors: None"):
         assert all(r["observed_gradient"] is None and r["verdict"] == "pass" for r in by_label(soup, label)), label
-    assert squeezed("walked that path and stored 108 in x.grad") in prose(soup)
 
 
 def test_grad_is_none_defects_of_the_expert_reread_stay_fixed(pages: dict[str, BeautifulSoup]) -> None:

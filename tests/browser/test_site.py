@@ -20,7 +20,7 @@ from bs4 import BeautifulSoup
 from ..chromium import PHONE, _open, built_pages
 from ..helpers import embedded_records
 from ..helpers import page as read_page
-from ..toc import LEDGER, toc_chapters, toc_files
+from ..toc import LEDGER, toc_chapters, toc_files, toc_part
 
 
 @dataclass(frozen=True)
@@ -338,7 +338,8 @@ MEASURE_JS = """() => {
         }));
 
     return {verdicts, overflowing, text, figures, cells, code, codeCells: codeCells.length, wideCode, math,
-            pageWidth: document.documentElement.scrollWidth, viewport};
+            pageWidth: document.documentElement.scrollWidth, viewport,
+            screens: document.documentElement.scrollHeight / window.innerHeight};
 }"""
 
 
@@ -505,6 +506,18 @@ def test_on_a_desktop_every_line_of_visible_code_is_in_view(views) -> None:
             if width == "1280" and found["wideCode"]}
     assert not wide, json.dumps(wide, indent=1, ensure_ascii=False)
     assert sum(found["codeCells"] for key, found in views.items() if key[1] == "1280") > 200, "too few code cells measured"
+
+
+# A learner reads the first two parts straight through: no page of them is longer than this many screens
+# of the wide view (1280 × 900).
+SCREENS = 12
+
+
+def test_no_page_of_the_first_two_parts_is_longer_than_12_screens_at_1280_px(views) -> None:
+    pages = toc_part("First steps") + toc_part("When gradients surprise you")
+    screens = {name: views[name, "1280", "light"]["screens"] for name in pages}
+    long = {name: round(count, 1) for name, count in screens.items() if count > SCREENS}
+    assert not long, f"pages over {SCREENS} screens of 1280 × 900: {long}"
 
 
 def test_display_mathematics_fits_a_phone(views) -> None:
