@@ -64,6 +64,7 @@ def check_jacobian(
     check_batched_grad: bool = False,
     names: Sequence[str] | None = None,
     fast: bool = False,
+    grad_outputs: torch.Tensor | Sequence[torch.Tensor] | None = None,
 ) -> CheckReport:
     """Compare autograd's Jacobian of f at the inputs with an adaptive Richardson estimate.
 
@@ -95,6 +96,9 @@ def check_jacobian(
                   gradcheck's fast_mode (checks.core.fast): a few evaluations of f per input, whatever its
                   size; the report's elements are then projections, and a fail says which input's gradient
                   is wrong but not where (rerun without fast to find it)
+    grad_outputs -- order 2 only: the output gradient v, as gradgradcheck's grad_outputs: one tensor per
+                  differentiable output of f, of its shape (cast to the inputs' dtype); None: drawn at
+                  random from seed
     """
     if mode not in MODES:
         raise CheckInputError(f"mode={mode!r} is not an autograd mode; use one of {MODES}")
@@ -109,7 +113,10 @@ def check_jacobian(
     flag(fast, "fast (random projections instead of every element)")
     start = time.perf_counter()
     first = Signature(f, inputs, names, sample=sample, seed=seed)
-    g = first if order == 1 else SecondOrder(first, seed)
+    if grad_outputs is not None and order != 2:
+        raise CheckInputError("grad_outputs= weighs the outputs of a second-order check: pass order=2 with it (a "
+                              "first-order check compares the whole Jacobian, every output at once)")
+    g = first if order == 1 else SecondOrder(first, seed, grad_outputs)
     if not torch.isfinite(g.value).all():
         raise NaNInputError(f"{g.call} is not finite at {g.shown()}: the Jacobian there is undefined")
     # Fast mode checks the projections' Jacobian instead; the property checks below still run on g itself.

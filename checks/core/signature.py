@@ -343,18 +343,55 @@ def _flat(parts: list[torch.Tensor]) -> torch.Tensor:
     return parts[0].reshape(-1) if len(parts) == 1 else torch.cat([part.reshape(-1) for part in parts])
 
 
+def grad_output_vector(first: Signature, grad_outputs: object) -> torch.Tensor:
+    """The caller's output gradients as one flat vector along f's rows, in the inputs' dtype and on their
+    device: one tensor per differentiable output of f, in order, each of that output's shape (a complex one
+    as its real part, then its imaginary part, as the rows hold that output)."""
+    given = tuple(grad_outputs) if isinstance(grad_outputs, (tuple, list)) else (grad_outputs,)
+    values = tuple(first.raw) if isinstance(first.raw, (tuple, list)) else (first.raw,)
+    if not all(isinstance(gradient, torch.Tensor) for gradient in given):
+        kinds = ", ".join(sorted({type(gradient).__name__ for gradient in given}))
+        raise CheckInputError(f"grad_outputs must be a tensor, or a tuple of tensors (one per output of f), got "
+                              f"{type(grad_outputs).__name__}"
+                              + (f" of {kinds}" if isinstance(grad_outputs, (tuple, list)) else ""))
+    if len(given) != len(first._kept):
+        outputs = ", ".join(f"output {position}" for position in first._kept) if len(values) > 1 else "its output"
+        raise CheckInputError(f"grad_outputs holds {len(given)} tensor(s), but f has {len(first._kept)} "
+                              f"differentiable output(s) ({outputs}): give one gradient per output, in order")
+    parts = []
+    for k, (position, gradient) in enumerate(zip(first._kept, given)):
+        output = values[position]
+        where = f"grad_outputs[{k}]" if len(given) > 1 else "grad_outputs"
+        if gradient.shape != output.shape:
+            raise CheckInputError(f"{where} has shape {tuple(gradient.shape)}, but the output it weighs has shape "
+                                  f"{tuple(output.shape)}")
+        if not (gradient.dtype.is_floating_point or gradient.is_complex()) or gradient.is_complex() != output.is_complex():
+            kind = "complex" if output.is_complex() else "real floating-point"
+            raise DtypeError(f"{where} has dtype {dtype_name(gradient.dtype)}; the output it weighs is "
+                             f"{dtype_name(output.dtype)}, so its gradient must be {kind}")
+        if not torch.isfinite(gradient).all():
+            raise NaNInputError(f"{where} is not finite: a second derivative weighted by it is undefined")
+        gradient = gradient.detach()
+        parts += [gradient.real, gradient.imag] if gradient.is_complex() else [gradient]
+    return torch.cat([part.reshape(-1).to(first.x) for part in parts])
+
+
 class SecondOrder:
     """The vector–Jacobian product of f as a function of its inputs and of the vector, as gradgradcheck checks
     it: vjp(x, v) = J(x)ᵀ·v, computed by torch.autograd.grad with create_graph=True. Its Jacobian holds the
     second derivatives Σ_i v_i·∂²f_i/∂x² (and Jᵀ itself, with respect to v); autograd differentiates it
-    through f's double backward. v (`grad_output`) is drawn uniformly from [-1, 1] with the check's seed.
+    through f's double backward. v (`grad_output`) is the caller's grad_outputs (see grad_output_vector), or
+    drawn uniformly from [-1, 1] with the check's seed.
     """
 
-    def __init__(self, first: Signature, seed: int) -> None:
+    def __init__(self, first: Signature, seed: int, grad_outputs: object = None) -> None:
         self.first = first
         n = first.x.numel()
-        generator = torch.Generator().manual_seed(seed)
-        v = (2 * torch.rand(first.value.numel(), generator=generator, dtype=torch.float64) - 1).to(first.x)
+        if grad_outputs is None:
+            generator = torch.Generator().manual_seed(seed)
+            v = (2 * torch.rand(first.value.numel(), generator=generator, dtype=torch.float64) - 1).to(first.x)
+        else:
+            v = grad_output_vector(first, grad_outputs)
         self.arguments = (*first.arguments, Argument("grad_output", (v.numel(),), n))
         self.skipped = first.skipped
         self.x = torch.cat([first.x, v])
