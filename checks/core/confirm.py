@@ -106,11 +106,18 @@ class ConfirmingSearch(Search):
         whose intermediates then round at least at its scale (a float32 tail computed as a difference near 1
         is exactly 0 around x). A claim f would have shown (a gradient for an input f does not depend on)
         stays a fail."""
-        autograd = np.abs(jacobian.numpy())
-        claimed = autograd * np.nan_to_num(np.abs(self.h[0]), nan=0.0)[None, :]
-        size = np.nan_to_num(autograd, nan=0.0, posinf=0.0) @ self.magnitude
-        visible = self.safety * np.maximum(self.noise(self.scale() + size)[:, None], self.eps * self.size[None, :])
-        table = (claimed > 0) & np.isfinite(claimed) & (claimed <= visible)
+        # Only autograd's non-zero elements can claim a change: the table is computed at those alone (a
+        # diagonal Jacobian's n of its n², as the search holds only the elements that changed).
+        autograd = jacobian.numpy()
+        rows, columns = np.nonzero(autograd)
+        values = np.abs(autograd[rows, columns])
+        finite = np.isfinite(values)
+        size = np.bincount(rows[finite], values[finite] * self.magnitude[columns[finite]], minlength=self.m)
+        claimed = values * np.nan_to_num(np.abs(self.h[0]), nan=0.0)[columns]
+        visible = self.safety * np.maximum(self.noise(self.scale() + size)[rows], self.eps * self.size[columns])
+        keep = (claimed > 0) & np.isfinite(claimed) & (claimed <= visible)
+        table = np.zeros((self.m, self.n), dtype=bool)
+        table[rows[keep], columns[keep]] = True
         changed = self._changed()  # held and changed at some step (a mismatch holds flat elements too)
         table[self.rows[changed], self.columns[changed]] = False
         return torch.from_numpy(table)
