@@ -9,6 +9,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .report import CheckReport, Element
 
+# f's measured noise up to this many times ε·(|f| + Σ|J||x|) is the few roundings of an accurately computed f
+# (each up to ε/2, and ECnoise's estimate of them is itself rough): only above it does the message diagnose
+# amplification. The allowances include the measured noise either way.
+AMPLIFIED = 10.0
+
 REASONS = {
     "non-finite": "autograd gave nan or inf where f is finite at x ± h and the estimate is finite: the "
                   "derivative there is a finite number (NaN in a backward is usually 0/0 at a removable "
@@ -158,7 +163,7 @@ def message(report: CheckReport, limit: int = 3) -> str:
     if detectable is not None and not wrong:
         lines.append(f"Detectable: autograd off by a relative error above {detectable:.3g} fails in every judged "
                      f"element (the largest allowed / |numerical| among them)")
-    if report.amplification > 1:
+    if report.amplification > AMPLIFIED:
         lines.append(f"f amplifies its own rounding: its noise, measured at x, is up to {report.amplification:.3g} × "
                      f"ε·(|f| + Σ|J||x|) (an ill-conditioned solve, or cancellation); the allowances include it")
     allowed = f"{report.safety:g} × (its error estimate + f's rounding noise / step)" if report.tolerance is None else \

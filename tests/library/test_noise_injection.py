@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from checks import check_jacobian
+from checks.core.message import AMPLIFIED
 from checks.teaching.mutants import correct_cases, hard_cases, noisy, scaled_cases, structural_cases
 
 DTYPES = [torch.float64, torch.float32]
@@ -88,3 +89,12 @@ def test_wrong_backwards_are_still_failed_under_small_noise(dtype: torch.dtype) 
               for (_, seed), outcome in outcomes(case.f, [case.input(dtype)], ks=(10.0,), seeds=range(2)).items()
               if outcome != "fail"]
     assert missed == []
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("f", [torch.nn.functional.silu, torch.sigmoid, torch.tanh, torch.exp], ids=lambda f: f.__name__)
+def test_an_accurately_computed_f_is_not_diagnosed_with_amplified_rounding(f, dtype: torch.dtype) -> None:
+    """A few roundings measured at x are no diagnosis: the message speaks of amplification only above
+    checks.core.message.AMPLIFIED (the near-singular inverse above has it)."""
+    report = check_jacobian(f, torch.linspace(-3.0, 3.0, 64, dtype=torch.float64).to(dtype))
+    assert report.amplification <= AMPLIFIED and "amplifies its own rounding" not in report.message()
