@@ -8,7 +8,8 @@ A row's `how` says what produced its value, or what raised instead:
 - an error: "constructor" (torch.tensor(..., requires_grad=True) and the other factories),
   "requires_grad_" (t.requires_grad_() on a tensor made earlier), "forward",
   "in-place" (x -= ..., x[0] = ..., x.add_(...)), "stored" (backward() raised), "returned" (autograd.grad
-  raised), "gradcheck" (torch.autograd.gradcheck raised: the backward disagrees with the forward).
+  raised), "gradcheck" (torch.autograd.gradcheck raised: the backward disagrees with the forward),
+  "conversion" (y.numpy(), y.item(), y.tolist() raised), "checks" (a call of the book's checks raised).
 
 Both are read from the statement's source: the cell's text (IPython keeps it in linecache, and so does
 checks.teaching.cells for its re-runs) or the script's file. At a plain Python prompt there is no source; an
@@ -37,6 +38,8 @@ RAISER_WORDS = {
     "constructor": ("the constructor", "nothing made"),
     "requires_grad_": ("requires_grad_()", "nothing changed"),
     "forward": ("the forward", "nothing computed"),
+    "conversion": ("the conversion", "nothing converted"),
+    "checks": ("the checks call", "nothing returned"),
     "in-place": ("an in-place statement", "nothing changed"),
     "stored": ("backward()", "nothing stored"),
     "returned": ("torch.autograd.grad", "nothing returned"),
@@ -55,6 +58,8 @@ FACTORIES = {"tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empt
              "arange", "linspace", "logspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like",
              "rand_like", "randn_like", "Parameter"}
 FUNC_CALLS = ("hessian", "jacfwd", "jacrev", "jvp", "vjp")
+# A tensor turned into a NumPy array or Python numbers: a statement that raises there computed nothing.
+CONVERSIONS = {"numpy", "item", "tolist"}
 # Without source, PyTorch's own words say which statement raised (only where they are unambiguous).
 MESSAGES = (
     ("Only Tensors of floating point and complex dtype can require gradients", "constructor"),
@@ -158,7 +163,19 @@ def raising_statement(traceback: TracebackType | None) -> tuple[str, str]:
     if node is None:
         return "", "unknown"
     part = _raising_part(node, chosen)
-    return ast.get_source_segment(source, node) or "", statement_kind(node) if part is None else _part_kind(part, node)
+    kind = _outer_call_kind(part) or (statement_kind(node) if part is None else _part_kind(part, node))
+    return ast.get_source_segment(source, node) or "", kind
+
+
+def _outer_call_kind(part: ast.AST | None) -> str:
+    """A raising call that neither computes nor differentiates: a conversion (y.numpy()) or a call of the
+    book's checks, named by the call itself, not by what its arguments call ('' for any other)."""
+    if not isinstance(part, ast.Call) or not isinstance(part.func, (ast.Attribute, ast.Name)):
+        return ""
+    name = _called(part)[0]  # ast.walk visits the call itself first
+    if name.rsplit(".", 1)[-1] in CONVERSIONS:
+        return "conversion"
+    return "checks" if name.startswith("checks.") else ""
 
 
 def _raising_part(node: ast.stmt, traceback: TracebackType) -> ast.AST | None:

@@ -42,6 +42,9 @@ def diagnosis(observed: torch.Tensor, expected: torch.Tensor, tolerance: Toleran
     if not bool(nonzero.any()):
         return ""
     if bool((observed == 0).all()):
+        if how in ("forward", "numerical"):  # a quotient of f's values, not autograd's: f did not change
+            return ("observed is all zeros: f did not change between the points it was evaluated at (a flat "
+                    "stretch, such as a staircase like round, or a step below f's resolution)?")
         return ("observed is all zeros: did the graph reach x (a detach(), torch.no_grad(), "
                 "an integer step)?")
     ratio = float((observed[nonzero] / expected[nonzero]).median())
