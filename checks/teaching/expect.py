@@ -37,8 +37,10 @@ numbers into the prose.
 
 from __future__ import annotations
 
+import ast
 import copy
 import sys
+import textwrap
 import traceback as traceback_module
 from collections.abc import Callable
 from types import EllipsisType, TracebackType
@@ -252,9 +254,10 @@ def _judge(observed: Any, wanted: Any, allowed: Tolerance) -> tuple[str, str, di
 class raises:  # noqa: N801  (used as `with checks.raises(RuntimeError):`, like pytest.raises)
     """with checks.raises(RuntimeError): the plain line that raises. Passes when it raises that error.
 
-    The record keeps PyTorch's message verbatim and which statement raised (the constructor, the forward, an
-    in-place statement, backward(), autograd.grad: checks.teaching.provenance); no error, or another type,
-    fails. match= is text the message must contain.
+    The record keeps PyTorch's message verbatim and which statement raised, read off the code (the
+    constructor, the forward, an in-place statement, backward(), autograd.grad), and the dtype and device of
+    the tensors that statement read; no error, or another type, fails. match= is text the message must
+    contain.
     """
 
     def __init__(self, error: type[BaseException], label: str = "", *, match: str = "") -> None:
@@ -281,7 +284,7 @@ class raises:  # noqa: N801  (used as `with checks.raises(RuntimeError):`, like 
         if error is not None and not matched:
             message += "\n" + "".join(traceback_module.format_exception(error)).strip()
         label = self.label or provenance.simple_name(statement) or f"the block {wanted}"
-        dtype, device = _where(None)
+        dtype, device = _read_where(statement, self._frame) or _where(None)
         record = Record(
             check=label, function=provenance.simple_name(statement), x=[], input_shape=[], dtype=dtype,
             device=device, how=how,  # type: ignore[arg-type]
@@ -292,10 +295,32 @@ class raises:  # noqa: N801  (used as `with checks.raises(RuntimeError):`, like 
         return True
 
 
-def recorded(label: str, *, dtype: str = "float32", device: str = "cpu") -> Record:
-    """The record of the check labelled label, in this dtype and on this device (the last one collected)."""
-    found = [record for record in records.collected()
-             if record.check == label and record.dtype == dtype and record.device == device]
+def _read_where(statement: str, frame: Any) -> tuple[str, str] | None:
+    """The dtype and device of the floating-point (or complex) tensors a raising statement read, where they
+    agree: a row of `torch.relu(z)` is z's complex128 in every run, not the run's default dtype. None when
+    it read none (a constructor), or several that differ."""
+    try:
+        tree = ast.parse(textwrap.dedent(statement))
+    except SyntaxError:
+        return None
+    places = set()
+    for name in {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}:
+        value = frame.f_locals.get(name, frame.f_globals.get(name))
+        if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
+            places.add((dtype_name(value.dtype), value.device.type))
+    return places.pop() if len(places) == 1 else None
+
+
+def recorded(label: str, *, dtype: str | None = None, device: str = "cpu") -> Record:
+    """The record of the check labelled label, in this dtype and on this device (the last one collected).
+
+    dtype None: the dtype the check ran in on that device where it ran in one only (a value, or a raise,
+    of a fixed dtype), else float32, the reader's run."""
+    labelled = [record for record in records.collected() if record.check == label and record.device == device]
+    if dtype is None:
+        dtypes = {record.dtype for record in labelled}
+        dtype = dtypes.pop() if len(dtypes) == 1 else "float32"
+    found = [record for record in labelled if record.dtype == dtype]
     if not found:
         known = sorted({record.check for record in records.collected()})
         raise CheckInputError(f"no check {label!r} ran in {dtype} on {device}; checks so far: {known}")

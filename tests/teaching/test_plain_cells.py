@@ -450,3 +450,19 @@ def test_an_estimate_of_a_defined_function_names_what_the_function_returns() -> 
     checks.expect(estimate, lambda x: 10 * torch.exp(10 * x), "plain: an estimate of a defined f", at=x,
                   tolerance="estimate")
     assert last().function == "torch.exp(10 * x)"
+
+
+def test_a_raise_row_has_the_dtype_of_the_tensors_its_statement_read(tmp_path) -> None:
+    """torch.relu(z) on a complex128 z is a complex128 row in a float32 run; a constructor reads no tensor
+    and keeps the run's default dtype."""
+    path = tmp_path / "cell.py"
+    path.write_text("import torch, checks\n"
+                    "z = torch.tensor([1 + 2j], dtype=torch.complex128)\n"
+                    "with checks.raises(NotImplementedError, 'plain: relu of complex'):\n"
+                    "    torch.relu(z)\n"
+                    "with checks.raises(RuntimeError, 'plain: integer leaf'):\n"
+                    "    n = torch.tensor(3, requires_grad=True)\n")
+    exec(compile(path.read_text(), str(path), "exec"), {})
+    relu, integer = records.collected()[-2:]
+    assert (relu.verdict, relu.dtype, integer.verdict, integer.dtype) == (
+        "pass", "complex128", "pass", str(torch.get_default_dtype()).removeprefix("torch."))
