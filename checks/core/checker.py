@@ -85,7 +85,11 @@ def check_jacobian(
     atol, rtol -- a tolerance of your own: each element allowed atol + rtol·|numerical| (a missing one is 0).
                   Judged against the estimate's own uncertainty, recorded beside it: a pass needs autograd
                   within the tolerance however the estimate errs, a fail outside it; NaN never passes
-    sample     -- check this many elements of each input, drawn at random with seed (the rest held fixed)
+    sample     -- check this many elements of each input, drawn at random with seed (the rest held fixed). Its
+                  cost: the estimate evaluates f (at its full size) a few times per sampled element; reverse
+                  mode, where f has more outputs than sampled elements, differentiates the backward once per
+                  sampled element instead of running one backward per output: the cost grows with k and
+                  with the cost of one evaluation of f, not with the number of outputs
     seed       -- seeds every random draw (sample, order 2's v, the property checks' vectors); in the report
     nondet_tol -- how far two backward passes over one graph may differ (the reentrancy check, as
                   gradcheck's nondet_tol; 0: exactly equal)
