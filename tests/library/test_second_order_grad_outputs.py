@@ -11,6 +11,7 @@ import torch
 import checks
 from checks import InconclusiveGradientError, assert_gradients, check_jacobian
 from checks.core.errors import CheckInputError, DtypeError, NaNInputError
+from checks.teaching.mutants import mutant
 
 from ..toc import ROOT
 
@@ -71,20 +72,6 @@ def test_the_readme_recipe_accepts_inconclusive_elements_and_still_fails_a_wrong
     exec(readme_recipe(), namespace)
     report = namespace["report"]
     assert len(report.elements("inconclusive")) == 1 and len(report.elements("pass")) == 8  # of 3 × 3
-
-    class Doubled(torch.autograd.Function):
-        @staticmethod
-        def forward(x):
-            return torch.relu(x)
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            ctx.save_for_backward(*inputs)
-
-        @staticmethod
-        def backward(ctx, grad):
-            (x,) = ctx.saved_tensors
-            return 2 * grad * (x > 0)
-
+    doubled = mutant(torch.relu, lambda x, grad: 2 * grad * (x > 0), "Doubled")
     with pytest.raises(AssertionError, match="wrong"):
-        exec(readme_recipe(), {"checks": checks, "f": Doubled.apply, "x": at_kink})
+        exec(readme_recipe(), {"checks": checks, "f": doubled, "x": at_kink})
