@@ -32,8 +32,8 @@ def test_vector_sum_keeps_its_shape(book_html: Path) -> None:
 
 def test_prose_numbers_are_glued_from_execution(book_html: Path) -> None:
     text = main_text(page(book_html, "book/small-function.html"))
-    assert "We expected 6 , and in float64 backward() stored 6 : pass" in text
-    assert "in float64 backward() stored [1.0, 1.0, 1.0]" in text
+    assert "We expected 6 , and in float32, the run you see, backward() stored 6 : pass" in text
+    assert "in float32 backward() stored [1.0, 1.0, 1.0]" in text
 
 
 def test_results_embed_executed_records_with_the_required_shape(book_html: Path) -> None:
