@@ -124,11 +124,17 @@ def test_gradchecks_warning_is_stated_as_torch_gives_it(book_html: Path) -> None
 def test_the_default_tolerances_are_stated_in_multiples_of_epsilon(book_html: Path) -> None:
     text = text_of(book_html, "stored-vs-returned")
     assert "a few roundings of each" not in text
-    for dtype, words in ((torch.float32, "in float32, about"), (torch.float64, "in float64, about")):
-        import checks
+    import checks
 
-        ratio = checks.default_tolerance(dtype).rtol / torch.finfo(dtype).eps
-        assert number_after(text, words) == pytest.approx(ratio, rel=0.05)
+    for dtype, name in ((torch.float32, "float32"), (torch.float64, "float64")):
+        held = checks.default_tolerance(dtype)
+        # The stated rtol in multiples of ε, and the atol beside it (the larger term for small entries).
+        assert number_after(text, f"in {name} rtol") == pytest.approx(held.rtol, rel=0.05)
+        ratio = held.rtol / torch.finfo(dtype).eps
+        assert number_after(text, f"in {name} rtol {number_after(text, f'in {name} rtol'):.2g} (about") == \
+            pytest.approx(ratio, rel=0.05)
+    assert number_after(text, "which is the larger term wherever |expected| is below") == pytest.approx(
+        checks.default_tolerance(torch.float32).atol / checks.default_tolerance(torch.float32).rtol, rel=0.05)
 
 
 def test_a_graph_that_saved_nothing_is_walked_twice(book_html: Path) -> None:
