@@ -189,7 +189,7 @@ def detects_words(record: Record) -> str:
 def _all_zero(value: Any) -> bool:
     if isinstance(value, dict) and value.get("folded"):
         return value["min"] == value["max"] == 0 and not value["non_finite"]
-    return all(item == 0 for _, item in _flat(value))
+    return all(item == 0 for _, item in indexed(value))
 
 
 def weak_words(record: Record) -> str:
@@ -426,9 +426,10 @@ ENDS = 3
 LISTED_MISMATCHES = 5
 
 
-def _flat(value: Any, index: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], Any]]:
+def indexed(value: Any, index: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], Any]]:
+    """Every element of a (nested) list, with its index."""
     if isinstance(value, (list, tuple)):
-        return [pair for position, item in enumerate(value) for pair in _flat(item, (*index, position))]
+        return [pair for position, item in enumerate(value) for pair in indexed(item, (*index, position))]
     return [(index, value)]
 
 
@@ -446,7 +447,7 @@ def vector_html(value: Any, bad: Sequence[tuple[int, ...]] = (), expected: Any =
     Given the expected value, the mismatched elements of a folded value are also listed by index, each
     with what was expected there.
     """
-    flat = _flat(value)
+    flat = indexed(value)
     wrong = set(bad)
     if len(flat) <= FOLD_ABOVE:
         return _marked(value, wrong)

@@ -37,10 +37,8 @@ numbers into the prose.
 
 from __future__ import annotations
 
-import ast
 import copy
 import sys
-import textwrap
 import traceback as traceback_module
 from collections.abc import Callable
 from types import EllipsisType, TracebackType
@@ -284,7 +282,7 @@ class raises:  # noqa: N801  (used as `with checks.raises(RuntimeError):`, like 
         if error is not None and not matched:
             message += "\n" + "".join(traceback_module.format_exception(error)).strip()
         label = self.label or provenance.simple_name(statement) or f"the block {wanted}"
-        dtype, device = _read_where(statement, self._frame) or _where(None)
+        dtype, device = provenance.read_where(statement, self._frame) or _where(None)
         record = Record(
             check=label, function=provenance.simple_name(statement), x=[], input_shape=[], dtype=dtype,
             device=device, how=how,  # type: ignore[arg-type]
@@ -293,22 +291,6 @@ class raises:  # noqa: N801  (used as `with checks.raises(RuntimeError):`, like 
             code=_code(self._frame, statement), environment=environment(torch.initial_seed()))
         cells.report(records.collect(record) or record)
         return True
-
-
-def _read_where(statement: str, frame: Any) -> tuple[str, str] | None:
-    """The dtype and device of the floating-point (or complex) tensors a raising statement read, where they
-    agree: a row of `torch.relu(z)` is z's complex128 in every run, not the run's default dtype. None when
-    it read none (a constructor), or several that differ."""
-    try:
-        tree = ast.parse(textwrap.dedent(statement))
-    except SyntaxError:
-        return None
-    places = set()
-    for name in {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}:
-        value = frame.f_locals.get(name, frame.f_globals.get(name))
-        if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
-            places.add((dtype_name(value.dtype), value.device.type))
-    return places.pop() if len(places) == 1 else None
 
 
 def recorded(label: str, *, dtype: str | None = None, device: str = "cpu") -> Record:

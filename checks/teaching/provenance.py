@@ -23,10 +23,13 @@ import ast
 import linecache
 import os
 import re
+import textwrap
 from collections.abc import Sequence
 from types import FrameType, TracebackType
 
 import torch
+
+from ..core.dtypes import dtype_name
 
 # Words for the ways checks.teaching.display does not name: a value the forward computed, or none known.
 OTHER_WORDS = {
@@ -172,10 +175,25 @@ def _outer_call_kind(part: ast.AST | None) -> str:
     book's checks, named by the call itself, not by what its arguments call ('' for any other)."""
     if not isinstance(part, ast.Call) or not isinstance(part.func, (ast.Attribute, ast.Name)):
         return ""
-    name = _called(part)[0]  # ast.walk visits the call itself first
-    if name.rsplit(".", 1)[-1] in CONVERSIONS:
+    if _last_called(part) in CONVERSIONS:  # ast.walk visits the call itself first
         return "conversion"
-    return "checks" if name.startswith("checks.") else ""
+    return "checks" if _called(part)[0].startswith("checks.") else ""
+
+
+def read_where(statement: str, frame: FrameType) -> tuple[str, str] | None:
+    """The dtype and device of the floating-point (or complex) tensors a statement read, where they agree: a
+    row of `torch.relu(z)` is z's complex128 in every run, not the run's default dtype. None when it read none
+    (a constructor), or several that differ."""
+    try:
+        tree = ast.parse(textwrap.dedent(statement))
+    except SyntaxError:
+        return None
+    places = set()
+    for name in {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}:
+        value = _looked_up(name, frame)
+        if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
+            places.add((dtype_name(value.dtype), value.device.type))
+    return places.pop() if len(places) == 1 else None
 
 
 def _raising_part(node: ast.stmt, traceback: TracebackType) -> ast.AST | None:
@@ -355,8 +373,7 @@ def subject(expression: str, frame: FrameType, history: Sequence[str]) -> tuple[
             if bound is not None else None
         if call is not None:
             output = call.args[0]
-            inputs = call.args[1]
-            inputs = inputs.elts[0] if isinstance(inputs, (ast.Tuple, ast.List)) and len(inputs.elts) == 1 else inputs
+            inputs = _sole(call.args[1])
             leaf = inputs.id if isinstance(inputs, ast.Name) else None
         elif isinstance(bound, ast.Assign) and len(bound.targets) == 1 and isinstance(bound.targets[0], ast.Name):
             # Not a gradient autograd gave (a difference quotient, say): f is what the code computed it from,
@@ -440,19 +457,28 @@ def _written_out(output: ast.AST, leaf: str, history: Sequence[str]) -> str:
     return ast.unparse(Expand().visit(ast.parse(ast.unparse(output), mode="eval")))
 
 
+def _last_called(call: ast.Call) -> str:
+    """The last part of the first name _called finds in a call: 'jacrev' for torch.func.jacrev(f); '' if none."""
+    names = _called(call)
+    return names[0].rsplit(".", 1)[-1] if names else ""
+
+
+def _sole(inputs: ast.AST) -> ast.AST:
+    """The one element of a one-element tuple or list of inputs, (x,); the node itself otherwise."""
+    return inputs.elts[0] if isinstance(inputs, (ast.Tuple, ast.List)) and len(inputs.elts) == 1 else inputs
+
+
 def _func_subject(bound: ast.AST, history: Sequence[str]) -> tuple[ast.AST, str, str] | None:
     """(f(x), x, kind) of a value torch.func gave: J = torch.func.jacrev(f)(x), _, jvp = torch.func.jvp(f, (x,),
     (u,)), or (vjp,) = vjp_fn(v) after _, vjp_fn = torch.func.vjp(f, x). None for any other statement."""
     for call in (item for item in ast.walk(bound) if isinstance(item, ast.Call)):
         inner = call.func
-        if isinstance(inner, ast.Call) and inner.args and call.args and isinstance(call.args[0], ast.Name) and \
-                _called(inner)[:1] and _called(inner)[0].rsplit(".", 1)[-1] in ("jacrev", "jacfwd", "hessian"):
-            kind = _called(inner)[0].rsplit(".", 1)[-1]
+        kind = _last_called(inner) if isinstance(inner, ast.Call) else ""
+        if kind in ("jacrev", "jacfwd", "hessian") and inner.args and call.args and isinstance(call.args[0], ast.Name):
             return ast.Call(func=inner.args[0], args=call.args, keywords=[]), call.args[0].id, kind
-        name = _called(call)[:1][0].rsplit(".", 1)[-1] if _called(call)[:1] else ""
+        name = _last_called(call)
         if name in ("jvp", "vjp") and len(call.args) >= 2:
-            inputs = call.args[1]
-            inputs = inputs.elts[0] if isinstance(inputs, (ast.Tuple, ast.List)) and len(inputs.elts) == 1 else inputs
+            inputs = _sole(call.args[1])
             if isinstance(inputs, ast.Name):
                 return ast.Call(func=call.args[0], args=[inputs], keywords=[]), inputs.id, name
         if isinstance(call.func, ast.Name):

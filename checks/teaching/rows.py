@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from .display import (RAISED_PREFIX, data_label, embed, environment_items, failure_anchor, format_value, how_words,
-                      percent, table_box, vector_html, weak_anchor, weak_notes)
+                      indexed, percent, table_box, vector_html, weak_anchor, weak_notes)
 from .records import Record
 
 MARKS = {"pass": "✓", "fail": "✗", "inconclusive": "?"}
@@ -183,7 +183,7 @@ def _row(record: Record) -> str:
 
 
 def _numbers(value: object) -> list[float]:
-    return [item for part in value for item in _numbers(part)] if isinstance(value, list) else [float(value)]
+    return [float(item) for _, item in indexed(value)]
 
 
 def estimate_words(record: Record) -> str:

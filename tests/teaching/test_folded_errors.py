@@ -8,32 +8,20 @@ from bs4 import BeautifulSoup
 
 import checks
 from checks.teaching import records, rows
+from checks.teaching.mutants import mutant
 
 
-class Forgot(torch.autograd.Function):
-    """x³ with a backward that forgets the incoming gradient."""
-
-    @staticmethod
-    def forward(x):
-        return x**3
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*inputs)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return 3 * x**2
+# x³ with a backward that forgets the incoming gradient.
+forgot = mutant(lambda x: x**3, lambda x, grad: 3 * x**2, "Forgot")
 
 
 def test_an_error_of_several_lines_is_folded_whole_below_its_first_line() -> None:
     x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
     with checks.raises(RuntimeError, "folded: gradcheck of a forgetful backward"):
-        torch.autograd.gradcheck(Forgot.apply, (x,))
+        torch.autograd.gradcheck(forgot, (x,))
     record = records.collected()[-1]
     try:
-        torch.autograd.gradcheck(Forgot.apply, (x,))
+        torch.autograd.gradcheck(forgot, (x,))
     except RuntimeError as error:
         message = str(error).strip()
     assert "\n" in message and "numerical" in message

@@ -9,7 +9,7 @@ import checks
 import checks.teaching.provenance
 from checks.teaching import records
 
-from .test_folded_errors import Forgot
+from .test_folded_errors import forgot
 
 
 def last() -> records.Record:
@@ -53,7 +53,7 @@ def test_a_function_that_is_not_from_torch_func_stays_the_forward() -> None:
 def test_gradcheck_that_raises_is_named_as_the_statement_that_raised() -> None:
     x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
     with checks.raises(RuntimeError, "func: gradcheck of a backward that forgot grad"):
-        torch.autograd.gradcheck(Forgot.apply, (x,))
+        torch.autograd.gradcheck(forgot, (x,))
     assert last().verdict == "pass" and last().how == "gradcheck"
     assert "torch.autograd.gradcheck raised GradcheckError" in checks.teaching.provenance.raised_words(
         last().how, "GradcheckError")
