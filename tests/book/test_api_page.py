@@ -53,3 +53,15 @@ def test_the_built_page_shows_each_name_with_a_typed_signature(book_html: Path) 
         assert parameter in signature, signature
     fields_shown = [" ".join(th.get_text().split()) for th in soup.select("dt#checks\\.check_jacobian + dd dl.field-list > dt")]
     assert {"Mode:", "Order:", "Atol, rtol:", "Sample:", "Nondet_tol:"} <= set(fields_shown), fields_shown
+
+
+def test_coming_from_gradcheck_names_every_argument_of_gradcheck_and_gradgradcheck() -> None:
+    import inspect
+
+    import torch
+
+    table = SOURCE.split("(api-from-gradcheck)=", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`(\w+)", table))
+    arguments = {name for check in (torch.autograd.gradcheck, torch.autograd.gradgradcheck)
+                 for name in inspect.signature(check).parameters} - {"func", "inputs"}
+    assert arguments <= named, f"Coming from gradcheck omits {sorted(arguments - named)}"
