@@ -72,7 +72,8 @@ def check_jacobian(
     or a tuple of tensors. Real floating-point tensors (float32, float64; all checked ones of one dtype and
     device) are checked element by element; a complex tensor by its real and imaginary parts (the
     Wirtinger derivatives, as gradcheck checks them); integer and bool tensors and non-tensor arguments are
-    held fixed and named in the report (skipped), as are integer outputs in a tuple.
+    held fixed and named in the report (skipped), as are integer outputs in a tuple. A sparse COO input is
+    checked at its specified elements (as gradcheck's masked=True), in reverse mode and first order.
 
     mode       -- "reverse" (plain autograd: torch.autograd.grad) or "forward" (forward-mode derivatives,
                   as gradcheck's check_forward_ad: torch.func.jacfwd, or dual numbers of
@@ -120,6 +121,13 @@ def check_jacobian(
     if grad_outputs is not None and order != 2:
         raise CheckInputError("grad_outputs= weighs the outputs of a second-order check: pass order=2 with it (a "
                               "first-order check compares the whole Jacobian, every output at once)")
+    if first.sparse_inputs and (mode == "forward" or order == 2):
+        # torch builds a sparse tensor from its values without a forward-mode derivative or a double backward.
+        missing = "forward-mode derivative" if mode == "forward" else "second derivative"
+        raise CheckInputError(
+            f"input `{first.sparse_inputs[0]}` is sparse: its specified elements are checked in reverse mode, "
+            f"first order (as gradcheck's masked=True); torch has no {missing} of building a sparse tensor from "
+            f"its values. Check f(x.to_dense()) for that")
     g = first if order == 1 else SecondOrder(first, seed, grad_outputs)
     if not torch.isfinite(g.value).all():
         raise NaNInputError(f"{g.call} is not finite at {g.shown()}: the Jacobian there is undefined")
@@ -139,7 +147,7 @@ def check_jacobian(
     # ε^(1/7), the optimum of a window of three steps (T22, truncation of order h⁶); smaller steps follow
     # where an element needs them.
     h0 = default_step("richardson", x.dtype, 3).h0
-    evaluate = _Evaluator(checked.at_points, x, None, scalar=False, reference=value)
+    evaluate = _Evaluator(checked.at_points, x, checked.vectorize, scalar=False, reference=value)
     # Fast mode settles for √ε: one batch of steps where the projection is smooth.
     search = ConfirmingSearch(evaluate, x, value, h0, eps, tiny, SAFETY, RESOLUTION,
                               checked.rounding_scale if fast else None, math.sqrt(eps) if fast else None)

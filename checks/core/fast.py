@@ -98,6 +98,10 @@ class Projection:
     def outputs_at(self, s: torch.Tensor) -> list[torch.Tensor]:
         return [self(s)]
 
+    @property
+    def vectorize(self) -> bool | None:
+        return self.inner.vectorize
+
     def shown(self) -> str:
         return self.inner.shown()
 

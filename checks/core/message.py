@@ -186,8 +186,14 @@ def held(report: CheckReport) -> str:
     words = ""
     if report.skipped:
         words += f" Held fixed (no gradient): {', '.join(s.describe() for s in report.skipped)}."
-    sampled = [a for a in report.arguments if a.positions is not None]
+    sparse = [a for a in report.arguments if a.specified is not None]
+    if sparse:
+        words += (" Sparse inputs, checked at their specified elements only (as gradcheck's masked=True): "
+                  + ", ".join(f"{a.specified} of {a.size} elements of `{a.name}`" for a in sparse) + ".")
+    sampled = [a for a in report.arguments if a.sampled]
     if sampled:
         words += (f" Checked a random sample (seed {report.seed}): "
-                  + ", ".join(f"{a.numel} of {a.size} elements of `{a.name}`" for a in sampled) + ".")
+                  + ", ".join(f"{a.numel} of {a.size if a.specified is None else a.specified} "
+                              f"{'' if a.specified is None else 'specified '}elements of `{a.name}`"
+                              for a in sampled) + ".")
     return words

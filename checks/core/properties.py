@@ -172,6 +172,8 @@ def unmutated(names: Sequence[str], before: Sequence[object], after: Sequence[ob
     for name, old, new in zip(names, before, after):
         if not isinstance(old, torch.Tensor):
             continue
+        if old.is_sparse:  # compared as the dense tensors they stand for
+            old, new = old.to_dense(), new.to_dense()
         parts = ((f"{name}.real", old.real, new.real), (f"{name}.imag", old.imag, new.imag)) if old.is_complex() \
             else ((name, old, new),)
         for part, first, second in parts:

@@ -12,6 +12,10 @@ real vector.
   gradient: they are held fixed, passed to f unchanged on every call, and named in the report as skipped.
   gradcheck skips them too.
 - Integer and bool outputs in a tuple (the indices of torch.max(x, dim)) are skipped the same way.
+- A sparse COO tensor is checked at its specified elements, as gradcheck's masked=True checks it: its
+  values are the checked elements (named by their index in the dense tensor), and f receives a sparse tensor
+  rebuilt from them at its indices; the elements it does not store never change. Other sparse layouts, and
+  COO tensors with dense dimensions, are refused by name.
 
 A sample (sample=k) checks k elements of each input, drawn at random with the check's seed (CS231n's
 practice for large inputs); the other elements are held at their values.
@@ -29,6 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
+from . import sparse
 from .dtypes import dtype_name
 from .errors import CheckInputError, DtypeError, NaNInputError
 from .indices import unravel
@@ -44,13 +49,24 @@ class Argument:
     """One checked input (or one real part of a complex one): its name, shape and where its elements sit
     among the Jacobian's columns (or, for an output, among its rows).
 
-    positions -- the flat positions inside the input that are checked (a sample), in order; None: all
+    positions -- the flat positions inside the input that are checked (a sample, or a sparse input's specified
+                 elements), in order; None: all
+    specified -- a sparse COO input: how many elements it specifies (only those are checked, as gradcheck's
+                 masked=True checks them); None: a dense input
     """
 
     name: str
     shape: tuple[int, ...]
     offset: int
     positions: tuple[int, ...] | None = None
+    specified: int | None = None
+
+    @property
+    def sampled(self) -> bool:
+        """Only a random sample of its elements (of its specified ones, for a sparse input) is checked."""
+        if self.positions is None:
+            return False
+        return self.specified is None or len(self.positions) < self.specified
 
     @property
     def numel(self) -> int:
@@ -176,23 +192,33 @@ class Signature:
         generator = torch.Generator().manual_seed(seed)
         arguments: list[Argument] = []
         pieces: list[torch.Tensor] = []
-        # Per sampled argument: its full values (the rest held there) and the sampled positions.
+        # Per sampled argument: its full values (the rest held there) and the sampled positions among them.
         self._bases: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        # Per sparse COO input (by position among the inputs): the indices its values are rebuilt at.
+        self._sparse: dict[int, torch.Tensor] = {}
         offset = 0
-        for name, x in zip(names, inputs):
+        for position, (name, x) in enumerate(zip(names, inputs)):
             if not _differentiable(x):
                 continue
-            positions = None
-            if sample is not None and sample < x.numel():
-                drawn = torch.randperm(x.numel(), generator=generator)[:sample]
-                positions = tuple(sorted(drawn.tolist()))
-            parts = ((f"{name}.real", x.detach().real), (f"{name}.imag", x.detach().imag)) if x.is_complex() \
-                else ((name, x.detach()),)
+            # A sparse input's checked elements are its specified values (as gradcheck's masked=True): the others
+            # are not stored, so f never sees them change.
+            stored, specified, where = x.detach(), None, None
+            if x.is_sparse:
+                stored = x.detach().coalesce()
+                self._sparse[position] = stored.indices()
+                where = sparse.flat_positions(stored)
+                stored, specified = stored.values(), stored._nnz()
+            positions, drawn = where, None
+            if sample is not None and sample < stored.numel():
+                drawn = sorted(torch.randperm(stored.numel(), generator=generator)[:sample].tolist())
+                positions = tuple(drawn if where is None else (where[k] for k in drawn))
+            parts = ((f"{name}.real", stored.real), (f"{name}.imag", stored.imag)) if x.is_complex() \
+                else ((name, stored),)
             for part, values in parts:
-                argument = Argument(part, tuple(x.shape), offset, positions)
+                argument = Argument(part, tuple(x.shape), offset, positions, specified)
                 flat = values.reshape(-1)
-                if positions is not None:
-                    indices = torch.tensor(positions, device=flat.device)
+                if drawn is not None:
+                    indices = torch.tensor(drawn, device=flat.device)
                     self._bases[len(arguments)] = (flat.clone(), indices)
                     flat = flat[indices]
                 arguments.append(argument)
@@ -217,20 +243,28 @@ class Signature:
             _refuse_dtype(x, name)
             if not _differentiable(x):
                 continue
-            if x.layout != torch.strided:
+            if x.layout == torch.sparse_coo and x.sparse_dim() != x.dim():
+                raise CheckInputError(
+                    f"input `{name}` is a hybrid sparse COO tensor ({x.sparse_dim()} sparse and {x.dense_dim()} "
+                    f"dense dimensions): the checker checks the specified elements of a sparse COO tensor with "
+                    f"sparse dimensions only. Check f(x.to_dense()) for the gradient with respect to every element")
+            if x.layout not in (torch.strided, torch.sparse_coo):
                 raise CheckInputError(
                     f"input `{name}` is a {str(x.layout).removeprefix('torch.')} tensor: the checker perturbs the "
-                    f"elements of dense (strided) tensors only. Check f(x.to_dense()) for the gradient with "
-                    f"respect to every element, or torch.autograd.gradcheck(..., masked=True) for the specified "
-                    f"elements of a sparse input")
+                    f"elements of dense (strided) tensors, and the specified elements of sparse COO ones. Pass "
+                    f"x.to_sparse() (COO) to check its specified elements, or check f(x.to_dense()) for the "
+                    f"gradient with respect to every element")
             if x.device.type == "meta":
                 raise CheckInputError(f"input `{name}` is on the meta device: it has a shape, {tuple(x.shape)}, but "
                                       f"no values, and a gradient check evaluates f at values; create it on the "
                                       f"CPU or an accelerator")
+            if x.is_sparse and x._nnz() == 0:
+                raise CheckInputError(f"input `{name}` is sparse and specifies no element: there is nothing to check")
             if x.numel() == 0:
                 raise CheckInputError(f"input `{name}` is empty: there is no Jacobian to check")
-            if not torch.isfinite(x).all():
-                raise NaNInputError(f"input `{name}` contains NaN or infinity: {x.tolist()}")
+            values = x.detach().coalesce().values() if x.is_sparse else x
+            if not torch.isfinite(values).all():
+                raise NaNInputError(f"input `{name}` contains NaN or infinity: {sparse.shown(x)}")
         if not any(_differentiable(x) for x in inputs):
             reasons = [f"`{name}` must be a tensor (torch.tensor(...)), got {type(x).__name__}"
                        if not isinstance(x, torch.Tensor) else
@@ -286,6 +320,18 @@ class Signature:
             parts += [value.real, value.imag] if value.is_complex() else [value]
         return parts
 
+    @property
+    def sparse_inputs(self) -> tuple[str, ...]:
+        """The names of the sparse COO inputs (checked at their specified elements)."""
+        return tuple(self.names[position] for position in self._sparse)
+
+    @property
+    def vectorize(self) -> bool | None:
+        """How the estimate evaluates f at many points: None, by torch.func.vmap where it can (see
+        numerical._Evaluator); False, one point at a time: vmap has no batching rule for building a sparse
+        tensor (it falls back to a loop, warning)."""
+        return False if self._sparse else None
+
     def pieces(self, flat: torch.Tensor) -> list[torch.Tensor]:
         """A flat vector of the checked elements cut into one piece per argument."""
         return [flat[a.offset:a.offset + a.numel] for a in self.arguments]
@@ -294,7 +340,7 @@ class Signature:
         """f's arguments rebuilt from one piece per checked argument (fresh copies of the rest). copy=False
         passes the pieces themselves, for points made for one call (the estimate's)."""
         rebuilt, k = [], 0
-        for x in self.inputs:
+        for position, x in enumerate(self.inputs):
             if not _differentiable(x):
                 rebuilt.append(x.detach().clone() if isinstance(x, torch.Tensor) else x)
                 continue
@@ -306,10 +352,13 @@ class Signature:
                     piece = base.index_put((positions,), piece)
                 # A copy: f may change its argument in place, which must not reach the flat vector (autograd's
                 # leaf, or x itself).
-                piece = piece.reshape(argument.shape)
+                piece = piece if position in self._sparse else piece.reshape(argument.shape)
                 parts.append(piece.clone() if copy else piece)
                 k += 1
-            rebuilt.append(torch.complex(*parts) if x.is_complex() else parts[0])
+            value = torch.complex(*parts) if x.is_complex() else parts[0]
+            if position in self._sparse:
+                value = sparse.rebuilt(self._sparse[position], value, x.shape)
+            rebuilt.append(value)
         return rebuilt
 
     def outputs_of(self, pieces: Sequence[torch.Tensor], copy: bool = True) -> list[torch.Tensor]:
@@ -329,7 +378,7 @@ class Signature:
 
     def shown(self) -> str:
         """The inputs as values, for a message."""
-        return ", ".join(f"{name}={x.tolist() if isinstance(x, torch.Tensor) else x!r}"
+        return ", ".join(f"{name}={sparse.shown(x) if isinstance(x, torch.Tensor) else x!r}"
                          for name, x in zip(self.names, self.inputs))
 
     @property
@@ -420,6 +469,10 @@ class SecondOrder:
                 return torch.zeros_like(x)
             (gradient,) = torch.autograd.grad(value, leaf, v, create_graph=True, allow_unused=True)
         return torch.zeros_like(x) if gradient is None else gradient
+
+    @property
+    def vectorize(self) -> bool | None:
+        return self.first.vectorize
 
     def shown(self) -> str:
         return self.first.shown()
