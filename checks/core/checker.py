@@ -70,7 +70,8 @@ def check_jacobian(
 
     A mismatch is a report, not a raise (assert_gradients raises). f takes the inputs and returns a tensor
     or a tuple of tensors. Real floating-point tensors (float32, float64; all checked ones of one dtype and
-    device) are checked element by element; a complex tensor by its real and imaginary parts (the
+    device) are checked element by element (where some inputs require grad, those alone, the others held fixed,
+    as gradcheck checks them); a complex tensor by its real and imaginary parts (the
     Wirtinger derivatives, as gradcheck checks them); integer and bool tensors and non-tensor arguments are
     held fixed and named in the report (skipped), as are integer outputs in a tuple. A sparse COO input is
     checked at its specified elements (as gradcheck's masked=True), in reverse mode and first order.
@@ -231,7 +232,10 @@ def check_module(module: torch.nn.Module, loss: Callable[[torch.Tensor], torch.T
         parameters, given = values[:len(names)], values[len(names):]
         return loss(torch.func.functional_call(module, dict(zip(names, parameters)), tuple(given) or args))
 
-    return check_jacobian(f, *[parameter.detach() for _, parameter in named], *checked_args,
+    # Detached: an input that requires grad would otherwise mark the checked inputs (check_jacobian holds the
+    # others fixed, as gradcheck does) and hold the parameters; here inputs= says what is checked.
+    return check_jacobian(f, *[parameter.detach() for _, parameter in named],
+                          *[a.detach() if isinstance(a, torch.Tensor) else a for a in checked_args],
                           names=[*names, *arg_names], **options)
 
 

@@ -128,10 +128,16 @@ class PropertyCheck:
         by_argument = dict.fromkeys(e.argument for e in wrong)
         lines = [f"{self.failure}: {self.compared} differ at {len(wrong)} of {self.observed.numel()} "
                  f"elements, in {', '.join(f'`{a}`' for a in by_argument)} ({self.allowed})"]
-        lines += [f"  `{e.argument}`, element {e.index}: {e.observed:.10g} vs {e.expected:.10g}" for e in wrong[:limit]]
+        lines += [f"  `{e.argument}`, element {e.index}: {_pair(e.observed, e.expected)}" for e in wrong[:limit]]
         if len(wrong) > limit:
             lines.append(f"  and {len(wrong) - limit} more")
         return lines
+
+
+def _pair(observed: float, expected: float) -> str:
+    """Both values, to as many digits as tell them apart, and their difference."""
+    digits = 10 if f"{observed:.10g}" != f"{expected:.10g}" else 17
+    return f"{observed:.{digits}g} vs {expected:.{digits}g}, difference {abs(observed - expected):.3g}"
 
 
 def _differ(observed: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> torch.Tensor:

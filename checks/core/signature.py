@@ -181,14 +181,19 @@ class Signature:
         if len(names) != len(inputs) or len(set(names)) != len(names):
             raise CheckInputError(f"names={list(names)!r}: give one distinct name per input ({len(inputs)} inputs)")
         self.names = tuple(names)
+        # As gradcheck: where some inputs require grad, those are the checked ones, and the others are held
+        # fixed (a target, a mask); where none does, every floating-point input is checked.
+        self._marked = any(isinstance(x, torch.Tensor) and x.requires_grad for x in inputs)
         self._refuse(inputs)
-        checked = [x for x in inputs if _differentiable(x)]
+        checked = [x for x in inputs if self._checked(x)]
         reals = {REAL_PART.get(x.dtype, x.dtype) for x in checked}
         if len(reals) > 1 or len({x.device for x in checked}) > 1:
             raise DtypeError("the inputs differ in dtype or device ("
                              + ", ".join(f"{dtype_name(x.dtype)} on {x.device}" for x in checked)
                              + "); check them in one dtype on one device")
-        self.skipped = tuple(Skipped(name, _what(x)) for name, x in zip(names, inputs) if not _differentiable(x))
+        self.skipped = tuple(Skipped(name, _what(x) + (", which does not require grad (beside inputs that do)"
+                                                       if _differentiable(x) else ""))
+                             for name, x in zip(names, inputs) if not self._checked(x))
         generator = torch.Generator().manual_seed(seed)
         arguments: list[Argument] = []
         pieces: list[torch.Tensor] = []
@@ -198,7 +203,7 @@ class Signature:
         self._sparse: dict[int, torch.Tensor] = {}
         offset = 0
         for position, (name, x) in enumerate(zip(names, inputs)):
-            if not _differentiable(x):
+            if not self._checked(x):
                 continue
             # A sparse input's checked elements are its specified values (as gradcheck's masked=True): the others
             # are not stored, so f never sees them change.
@@ -235,14 +240,16 @@ class Signature:
         self.skipped += skipped_outputs
         self.value = torch.cat([part.reshape(-1) for part in self._real(self.raw)]).detach()
 
+    def _checked(self, x: object) -> bool:
+        """A checked input: floating-point (or complex), and requiring grad where some input does."""
+        return _differentiable(x) and (not self._marked or x.requires_grad)
+
     def _refuse(self, inputs: Sequence[object]) -> None:
         """Bad inputs, named: checked tensors too coarse, empty or not finite; nothing differentiable at all."""
         for name, x in zip(self.names, inputs):
-            if not isinstance(x, torch.Tensor):
+            if not self._checked(x):
                 continue
             _refuse_dtype(x, name)
-            if not _differentiable(x):
-                continue
             if x.layout == torch.sparse_coo and x.sparse_dim() != x.dim():
                 raise CheckInputError(
                     f"input `{name}` is a hybrid sparse COO tensor ({x.sparse_dim()} sparse and {x.dense_dim()} "
@@ -341,7 +348,7 @@ class Signature:
         passes the pieces themselves, for points made for one call (the estimate's)."""
         rebuilt, k = [], 0
         for position, x in enumerate(self.inputs):
-            if not _differentiable(x):
+            if not self._checked(x):
                 rebuilt.append(x.detach().clone() if isinstance(x, torch.Tensor) else x)
                 continue
             parts = []
