@@ -200,7 +200,7 @@ def assert_gradients(f: Function, *inputs: object, **options) -> CheckReport:
     on a pass.
     """
     __tracebackhide__ = True  # pytest shows the message, not this frame
-    return _raise_unless_passed(check_jacobian(f, *inputs, **options))
+    return raise_unless_passed(check_jacobian(f, *inputs, **options))
 
 
 def check_module(module: torch.nn.Module, loss: Callable[[torch.Tensor], torch.Tensor], *args: object,
@@ -243,10 +243,11 @@ def assert_module_gradients(module: torch.nn.Module, loss: Callable[[torch.Tenso
                             *args: object, **options) -> CheckReport:
     """assert_gradients for a module's parameters and inputs: check_module, raising as assert_gradients does."""
     __tracebackhide__ = True
-    return _raise_unless_passed(check_module(module, loss, *args, **options))
+    return raise_unless_passed(check_module(module, loss, *args, **options))
 
 
-def _raise_unless_passed(report: CheckReport) -> CheckReport:
+def raise_unless_passed(report: CheckReport) -> CheckReport:
+    """The report of a pass; else GradientMismatchError (a fail) or InconclusiveGradientError."""
     __tracebackhide__ = True
     if report.outcome == "fail":
         raise GradientMismatchError(report.message())

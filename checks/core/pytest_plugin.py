@@ -9,7 +9,9 @@ Installed with the package (entry point `pytest11`), it gives three fixtures and
 runs the test once per dtype and device, `test_swish[float64-cpu]`, `test_swish[float32-cpu]` (and
 `-cuda`, `-mps` where the machine has them; CHECKS_DEVICES=cpu narrows a run). check_gradients moves every
 floating-point (and complex) tensor argument to the test's dtype and device, integer ones to its device,
-and raises as checks.assert_gradients does (options such as atol=, mode=, order= pass through);
+and raises as checks.assert_gradients does (options such as atol=, mode=, order= pass through), except
+that a float32 run whose unjudged elements float32 alone is too coarse to settle is skipped with the
+message (checks.core.gradient_check);
 check_gradients.module(module, loss, *args) does the same for a module's parameters and inputs (on a
 copy of the module). grad_dtype and grad_device are the test's torch.dtype and device name, for a test
 that builds its inputs itself. A marker narrows one test::

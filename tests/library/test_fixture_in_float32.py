@@ -1,0 +1,55 @@
+"""The fixture check_gradients in a float32 run: elements that float32 alone leaves unjudged skip the test
+with the message (float64 settles them), while a kink still raises, as another dtype cannot settle it; and
+the inputs' requires_grad reaches the check (from a fresh engineer's trial, issue 29)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from checks import InconclusiveGradientError
+from checks.core.gradient_check import GradientCheck
+
+from .test_inputs_that_require_grad import Huber, points
+
+C, K = math.sqrt(2 / math.pi), 0.044715
+
+
+class TanhGELU(torch.autograd.Function):
+    """GELU's tanh approximation, right: 1 + tanh(...) cancels for negative x, amplifying f's rounding."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return 0.5 * x * (1 + torch.tanh(C * (x + K * x ** 3)))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        t = torch.tanh(C * (x + K * x ** 3))
+        return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * C * (1 + 3 * K * x ** 2))
+
+
+def gelu_points() -> torch.Tensor:
+    return torch.randn(2, 4, generator=torch.Generator().manual_seed(0)) * 2
+
+
+def test_float32_that_f_s_rounding_leaves_unjudged_skips_and_float64_passes() -> None:
+    with pytest.raises(pytest.skip.Exception, match=r"float32 is too coarse(.|\n)*imprecise(.|\n)*float64"):
+        GradientCheck(torch.float32, "cpu")(TanhGELU.apply, gelu_points())
+    assert GradientCheck(torch.float64, "cpu")(TanhGELU.apply, gelu_points()).outcome == "pass"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_kink_raises_in_either_dtype(dtype: torch.dtype) -> None:
+    with pytest.raises(InconclusiveGradientError, match="kink"):
+        GradientCheck(dtype, "cpu")(torch.relu, torch.tensor([0.0, 1.0]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_an_input_that_requires_grad_marks_the_checked_ones_through_the_fixture(dtype: torch.dtype) -> None:
+    prediction, target = points()
+    report = GradientCheck(dtype, "cpu")(Huber.apply, prediction.requires_grad_(True), target)
+    assert [a.name for a in report.arguments] == ["prediction"] and report.dtype == str(dtype).removeprefix("torch.")
