@@ -13,6 +13,9 @@ if TYPE_CHECKING:
 # (each up to ε/2, and ECnoise's estimate of them is itself rough): only above it does the message diagnose
 # amplification. The allowances include the measured noise either way.
 AMPLIFIED = 10.0
+# Differences up to this many units of rounding are "of rounding's size": a few operations' worth, each up to ε/2.
+ROUNDINGS = 64
+FLOAT32_EPS = 2.0 ** -23
 
 REASONS = {
     "non-finite": "autograd gave nan or inf where f is finite at x ± h and the estimate is finite: the "
@@ -142,6 +145,9 @@ def message(report: CheckReport, limit: int = 3) -> str:
             f"Greatest relative difference: {relative(worst_relative):.3g} at {where(report, worst_relative)} "
             f"(up to {worst_relative.allowed / abs(worst_relative.numerical or 1):.3g} allowed)",
         ]
+        hint = rounding_sized(report, finite)
+        if hint:
+            lines.append(hint)
         # The worst first; the count of the rest is in the "Mismatched elements" line.
         for e in sorted(finite, key=lambda e: -e.difference / e.allowed if e.allowed else -math.inf)[:limit]:
             lines.append(f"  {where(report, e)}: autograd {e.autograd:.10g} vs numerical {e.numerical:.10g}, "
@@ -167,8 +173,9 @@ def message(report: CheckReport, limit: int = 3) -> str:
         lines.append(f"f amplifies its own rounding: its noise, measured at x, is up to {report.amplification:.3g} × "
                      f"ε·(|f| + Σ|J||x|) (an ill-conditioned solve, or cancellation); the allowances include it")
     allowed = f"{report.safety:g} × (its error estimate + f's rounding noise / step)" if report.tolerance is None else \
-        (f"atol + rtol·|numerical| (atol={report.tolerance.atol:g}, rtol={report.tolerance.rtol:g}, given) beyond "
-         f"the estimate's own allowance")
+        (f"atol + rtol·|numerical| (atol={report.tolerance.atol:g}, rtol={report.tolerance.rtol:g}, given) however "
+         f"the estimate errs: a pass needs the difference plus the estimate's own allowance within it, a fail the "
+         f"difference less that allowance beyond it")
     if report.order == 2:
         how += (" of f's vector–Jacobian product J(x)ᵀ·v, v (`grad_output`) uniform in [-1, 1] with seed "
                 f"{report.seed}")
@@ -179,6 +186,29 @@ def message(report: CheckReport, limit: int = 3) -> str:
                  f"chosen per element ({int(report.levels.max())} steps tried at most), each element allowed "
                  f"{allowed}; {report.evaluations} evaluations of f.{held(report)}")
     return "\n".join(lines)
+
+
+def rounding_sized(report: CheckReport, wrong: list[Element]) -> str:
+    """Where every mismatch is as small as rounding leaves it, what would give it ("" otherwise): in a float64
+    check, float32's rounding (a backward that computes in float32); else rounding at the scale of the
+    Jacobian's largest entry (a backward that loses its small entries' precision to a cancellation). The
+    verdict stands: the values differ by more than the estimate allows."""
+    relative = [e.difference / abs(e.numerical) for e in wrong if e.numerical]
+    if report.dtype == "float64" and len(relative) == len(wrong) and max(relative) <= ROUNDINGS * FLOAT32_EPS:
+        return (f"Every difference is of float32's rounding (relative {min(relative):.2g} to {max(relative):.2g}; "
+                f"float32's ε is {FLOAT32_EPS:.3g}): a backward that computes in float32 (a .float(), a float32 "
+                f"constant or buffer) gives such differences; if it does not, the error is that small")
+    eps = FLOAT32_EPS if report.dtype == "float32" else 2.0 ** -52
+    numerical = report.numerical[report.numerical.isfinite()]
+    scale = float(numerical.abs().max()) if numerical.numel() else 0.0
+    largest = max(e.difference for e in wrong)
+    if 0 < largest <= ROUNDINGS * eps * scale and max(relative, default=0.0) > ROUNDINGS * eps:
+        return (f"Every difference is at most {largest / (eps * scale):.2g} ε of the Jacobian's largest entry "
+                f"({scale:.3g}): right to rounding at that scale, the backward loses the precision of its small "
+                f"entries (a cancellation, such as 1 − 1/(1 + eˣ) where eˣ is small); compute them accurately, or "
+                f"accept the loss with atol={ROUNDINGS * eps * scale:.2g} and an rtol for the other entries (atol "
+                f"alone leaves rtol 0, tighter than the estimate resolves)")
+    return ""
 
 
 def held(report: CheckReport) -> str:
