@@ -185,11 +185,11 @@ class Signature:
         # fixed (a target, a mask); where none does, every floating-point input is checked.
         self._marked = any(isinstance(x, torch.Tensor) and x.requires_grad for x in inputs)
         self._refuse(inputs)
-        checked = [x for x in inputs if self._checked(x)]
-        reals = {REAL_PART.get(x.dtype, x.dtype) for x in checked}
-        if len(reals) > 1 or len({x.device for x in checked}) > 1:
+        checked = [(name, x) for name, x in zip(names, inputs) if self._checked(x)]
+        reals = {REAL_PART.get(x.dtype, x.dtype) for _, x in checked}
+        if len(reals) > 1 or len({x.device for _, x in checked}) > 1:
             raise DtypeError("the inputs differ in dtype or device ("
-                             + ", ".join(f"{dtype_name(x.dtype)} on {x.device}" for x in checked)
+                             + ", ".join(f"`{name}` {dtype_name(x.dtype)} on {x.device}" for name, x in checked)
                              + "); check them in one dtype on one device")
         self.skipped = tuple(Skipped(name, _what(x) + (", which does not require grad (beside inputs that do)"
                                                        if _differentiable(x) else ""))

@@ -82,7 +82,7 @@ def test_names_can_be_given_and_tuple_outputs_are_checked() -> None:
     assert {e.argument for e in report.elements()} == {"scale", "shift"}
     with pytest.raises(CheckInputError, match="one distinct name per input"):
         check_jacobian(two, a, b, names=("only",))
-    with pytest.raises(DtypeError, match="differ in dtype"):
+    with pytest.raises(DtypeError, match=r"differ in dtype or device \(`a` float64 on cpu, `b` float32 on cpu\)"):
         check_jacobian(two, a, b.float())
 
 
