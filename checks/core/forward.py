@@ -8,6 +8,7 @@ dual numbers (torch.autograd.forward_ad) need only the jvp itself, one column at
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import torch
@@ -43,7 +44,12 @@ def forward_jacobian(g: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
     note = ""
     if transforms:
         try:
-            return flat_jacobian(torch.func.jacfwd(g)(x.clone()), x), JACFWD, ""
+            with warnings.catch_warnings():
+                # torch's own forward-mode decompositions script themselves on first use and warn that
+                # torch.jit.script is deprecated: torch's doing, not the caller's, so not shown in their tests.
+                warnings.filterwarnings("ignore", message="`torch.jit.script` is deprecated",
+                                        category=DeprecationWarning)
+                return flat_jacobian(torch.func.jacfwd(g)(x.clone()), x), JACFWD, ""
         # torch.func refuses autograd.Functions it cannot transform (no setup_context, no vmap rule) and f
         # that call autograd inside; the dual numbers below need only the jvp.
         except (RuntimeError, NotImplementedError) as error:

@@ -140,3 +140,14 @@ def test_a_backward_that_detaches_its_input_fails_at_second_order_only(mode: str
     assert {e.argument for e in report.elements() if e.verdict == "fail"} == {"x"}
     with pytest.raises(GradientMismatchError, match="vector–Jacobian product with respect to input `x` is wrong"):
         assert_gradients(detached_cube, x(), order=2, mode=mode)
+
+
+def test_forward_mode_shows_none_of_torch_s_own_jit_script_deprecation_warnings() -> None:
+    """In a fresh process: torch scripts its decompositions, and warns, on the first jacfwd only."""
+    import subprocess
+    import sys
+
+    program = ("import torch, checks\n"
+               "checks.check_jacobian(torch.sin, torch.tensor([0.3, 1.0], dtype=torch.float64), mode='forward')\n")
+    run = subprocess.run([sys.executable, "-W", "always", "-c", program], capture_output=True, text=True, check=True)
+    assert "jit.script" not in run.stderr
