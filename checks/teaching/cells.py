@@ -119,7 +119,8 @@ class Engine:
             rows = sorted(unique, key=lambda r: (labels.index(r.check), order.get((r.device, r.dtype), len(order))))
             from IPython.display import display
 
-            display(Rows(rows))
+            # The reader's own run: PyTorch's default dtype on the CPU (each_cell refuses any other set-up).
+            display(Rows(rows, reader=(dtype_name(torch.get_default_dtype()), "cpu")))
         self.rows.clear()
 
 

@@ -8,7 +8,10 @@ its mark and verdict in the outcome's colour in a terminal or a notebook (plain 
 
 In a page, the rows of one cell (one per check, dtype and device) are shown together after the cell: a
 compact table (verdict, check with how its value was produced, expected, observed, dtype · device), which
-checks.css lays out as cards on a phone; under it, one box per failed check with the words a learner would search for
+checks.css lays out as cards on a phone. The reader's own run (PyTorch's default dtype on the CPU) is in
+view; the other runs' rows of a check that read exactly as the reader's (the same expected and observed
+values, how they were made, each a pass) are folded behind one toggle under the table, so that a page
+reads as the plain float32 run unless another dtype or device shows something else; under it, one box per failed check with the words a learner would search for
 (PyTorch's message, or the comparison and its diagnosis) in view and the rest (code, environment, the whole
 record) folded. The records are embedded as JSON for the ledger's cross-check (display.embed).
 """
@@ -127,13 +130,49 @@ def line(record: Record, colour: bool = False) -> str:
     return f"{text} — {found}" if found and record.verdict != "pass" else text
 
 
-def rows_html(records: Sequence[Record]) -> str:
-    """The compact table of a cell's rows, each failure under it, and the records embedded for the ledger."""
+def rows_html(records: Sequence[Record], reader: tuple[str, str] | None = None) -> str:
+    """The compact table of a cell's rows, each failure under it, and the records embedded for the ledger.
+    reader: the (dtype, device) of the run the reader sees; the other runs' rows that read as its own are
+    folded (see the module's docstring)."""
     head = "".join(f'<th scope="col">{name}</th>' for name in COLUMNS)
-    body = "".join(_row(record) for record in records)
+    folded = agreeing(records, reader) if reader else set()
+    body = "".join(_row(record, record.id in folded) for record in records)
     table = table_box(f'<table class="checks-table checks-rows"><thead><tr>{head}</tr></thead>'
-                      f"<tbody>{body}</tbody></table>")
+                      f"<tbody>{body}</tbody></table>" + _runs_toggle([r for r in records if r.id in folded]))
     return table + weak_notes(records) + failures_html(records) + embed(records)
+
+
+def agreeing(records: Sequence[Record], reader: tuple[str, str]) -> set[str]:
+    """The ids of the rows that say nothing the reader's own run does not: per check, every other run's row,
+    where each of them and the reader's row pass and read the same (expected, observed, how)."""
+    folded: set[str] = set()
+    for check in dict.fromkeys(record.check for record in records):
+        runs = [record for record in records if record.check == check]
+        own = [record for record in runs if (record.dtype, record.device) == reader]
+        others = [record for record in runs if (record.dtype, record.device) != reader]
+        if len(own) == 1 and others and all(_plain_pass(r) and _reads(r) == _reads(own[0]) for r in [*own, *others]):
+            folded.update(record.id for record in others)
+    return folded
+
+
+def _plain_pass(record: Record) -> bool:
+    return record.verdict == "pass" and not record.weak and not declared(record)
+
+
+def _reads(record: Record) -> tuple[str, ...]:
+    """What a row shows besides its dtype and device."""
+    cells = _cells(record)
+    return cells[1], cells[2], cells[4], cells[5]
+
+
+def _runs_toggle(folded: Sequence[Record]) -> str:
+    """The toggle that shows the folded rows (checks.css hides them while it is closed); "" if none."""
+    if not folded:
+        return ""
+    runs = ", ".join(dict.fromkeys(f"{record.dtype} · {record.device}" for record in folded))
+    count = len(folded)
+    return (f'<details class="checks-runs"><summary>{count} more row{"s" * (count > 1)} ({runs}): the same values, '
+            f'{"each " * (count > 1)}a pass</summary></details>')
 
 
 COLUMNS = ("verdict", "check", "shape · dtype · device", "expected", "observed")
@@ -147,10 +186,27 @@ def shape_text(record: Record) -> str:
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
 
-def _row(record: Record) -> str:
+def _row(record: Record, folded: bool = False) -> str:
+    verdict, check, shape, dtype, expected, observed = _cells(record)
+    cells = (f'<td class="checks-verdict" data-field="verdict"{data_label("verdict")}>{verdict}</td>'
+             f'<td class="checks-check"{data_label("check")}>{check}</td>'
+             f'<td class="checks-input_shape-dtype-device"{data_label("shape · dtype · device")}>'
+             f'<span data-field="input_shape">{shape}</span> · {dtype}</td>'
+             f'<td class="checks-analytical_gradient" data-field="analytical_gradient"{data_label("expected")}>'
+             f"{expected}</td>"
+             f'<td class="checks-observed_gradient" data-field="observed_gradient"{data_label("observed")}>'
+             f"{observed}</td>")
     declared_note = declared(record)
     outcome = ("expected-failure" if declared_note and record.verdict == "fail" else
                "unexpected-failure" if record.verdict == "fail" else str(record.verdict))
+    classes = " checks-weak" * record.weak + " checks-run-folded" * folded
+    return (f'<tr id="{html.escape(record.id)}" class="checks-{html.escape(str(record.verdict))} '
+            f'checks-outcome-{outcome}{classes}">{cells}</tr>')
+
+
+def _cells(record: Record) -> tuple[str, str, str, str, str, str]:
+    """A row's cells as HTML: verdict, check (with how), shape, dtype · device, expected, observed."""
+    declared_note = declared(record)
     note = '<span class="checks-verdict-note">as declared</span>' if declared_note else ""
     verdict = html.escape(str(record.verdict)) + note
     if record.weak:  # "weak" under the word, linked to why, under the table
@@ -167,19 +223,9 @@ def _row(record: Record) -> str:
     error = raised(record)
     observed = _folded_error(error, raised_whole(record)) if error else (
         html.escape(observed_text(record)) if record.observed_gradient is None else vector_html(record.observed_gradient))
-    cells = (f'<td class="checks-verdict" data-field="verdict"{data_label("verdict")}>{verdict}</td>'
-             f'<td class="checks-check"{data_label("check")}>{check}</td>'
-             f'<td class="checks-input_shape-dtype-device"{data_label("shape · dtype · device")}>'
-             f'<span data-field="input_shape">{html.escape(shape_text(record))}</span> · '
-             f'<span data-field="dtype">{html.escape(record.dtype)}</span> · '
-             f'<span data-field="device">{html.escape(record.device)}</span></td>'
-             f'<td class="checks-analytical_gradient" data-field="analytical_gradient"{data_label("expected")}>'
-             f"{expected}</td>"
-             f'<td class="checks-observed_gradient" data-field="observed_gradient"{data_label("observed")}>'
-             f"{observed}</td>")
-    weak = " checks-weak" if record.weak else ""
-    return (f'<tr id="{html.escape(record.id)}" class="checks-{html.escape(str(record.verdict))} '
-            f'checks-outcome-{outcome}{weak}">{cells}</tr>')
+    place = (f'<span data-field="dtype">{html.escape(record.dtype)}</span> · '
+             f'<span data-field="device">{html.escape(record.device)}</span>')
+    return verdict, check, html.escape(shape_text(record)), place, expected, observed
 
 
 def _numbers(value: object) -> list[float]:
@@ -267,11 +313,12 @@ def _details(record: Record) -> str:
 class Rows:
     """A cell's rows: text lines in a terminal or a notebook's plain view, the table in a page."""
 
-    def __init__(self, records: Sequence[Record]) -> None:
+    def __init__(self, records: Sequence[Record], reader: tuple[str, str] | None = None) -> None:
         self.records = list(records)
+        self.reader = reader
 
     def __repr__(self) -> str:
         return "\n".join(line(record) for record in self.records)
 
     def _repr_html_(self) -> str:
-        return rows_html(self.records)
+        return rows_html(self.records, self.reader)

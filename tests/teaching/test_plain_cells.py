@@ -466,3 +466,27 @@ def test_a_raise_row_has_the_dtype_of_the_tensors_its_statement_read(tmp_path) -
     relu, integer = records.collected()[-2:]
     assert (relu.verdict, relu.dtype, integer.verdict, integer.dtype) == (
         "pass", "complex128", "pass", str(torch.get_default_dtype()).removeprefix("torch."))
+
+
+def test_other_runs_that_read_as_the_reader_s_are_folded_and_any_difference_stays_in_view(shell) -> None:
+    from bs4 import BeautifulSoup
+
+    from checks.teaching.rows import rows_html
+
+    run(shell, "checks.each_cell(dtypes=('float32', 'float64'))")
+    run(shell, "x = torch.tensor(3.0, requires_grad=True)\n(x * x).backward()\n"
+               "checks.expect(x.grad, 6.0, 'fold: same')\n"
+               "checks.expect(torch.tensor(0.1).item(), 0.1, 'fold: differs')\n"
+               "checks.expect(x.grad, 7.0, 'fold: fails', expected_failure='on purpose')")
+    reader = ("float32", "cpu")
+    records = [*checks.records_of("fold: same"), *checks.records_of("fold: differs"), *checks.records_of("fold: fails")]
+    soup = BeautifulSoup(rows_html(records, reader), "html.parser")
+    folded = {row["id"] for row in soup.select("tr.checks-run-folded")}
+    same = {r.dtype: r.id for r in checks.records_of("fold: same")}
+    # Only the float64 row of the check whose runs read alike is folded: 0.1 reads otherwise in float32,
+    # and a failure is never folded.
+    assert folded == {same["float64"]}
+    assert soup.select_one("div.checks-table-box > details.checks-runs summary").get_text() == \
+        "1 more row (float64 · cpu): the same values, a pass"
+    # Without the reader's run named, every row is in view.
+    assert not BeautifulSoup(rows_html(records), "html.parser").select("tr.checks-run-folded")
