@@ -144,6 +144,28 @@ class ConfirmingSearch(Search):
             found = (fine > KINK_RATIO * coarse) & (fine > KINK_NOISE * noise)  # False where a level is missing
         return self._dense(found, False)
 
+    def one_sided(self, window: np.ndarray, jacobian: torch.Tensor, mismatch: torch.Tensor) -> torch.Tensor:
+        """(m, n): mismatched elements where one one-sided difference, the same side at steps k and k + 1 of
+        the column's window, equals autograd's value within a quarter of the mismatch, resolved above
+        rounding: autograd took the slope on one side of a kink within the step, which the central
+        difference averages with the other (a relu whose input sits closer to 0 than the step, its gap
+        hidden below the kink test's noise margin). For a smooth f with a wrong autograd J = f' + δ no side
+        can: D± = f' ± h·f''/2 would have to be within δ/4 of f' + δ at h and at h/2 alike."""
+        mine = window[self.columns]
+        elements = np.arange(self.keys.size)
+        wanted = jacobian.numpy()[self.rows, self.columns]
+        tolerance = mismatch.numpy()[self.rows, self.columns] / 4
+        agreed = np.zeros(self.keys.size, dtype=bool)
+        with np.errstate(invalid="ignore"):
+            for side in (1.0, -1.0):  # the gaps are |D+ - D-|: D± is the central difference ± half of it
+                both = tolerance > 0
+                for level in (mine, mine + 1):
+                    value = self.differences[level, elements] + side * self.gaps[level, elements] / 2
+                    rounding = 2 * self.noise()[self.rows] / np.abs(self.h[level, self.columns])
+                    both &= (np.abs(value - wanted) <= tolerance) & (rounding <= tolerance)
+                agreed |= both
+        return self._dense(agreed, False)
+
 
 
 @dataclass(frozen=True)
@@ -207,6 +229,10 @@ def confirm(search: ConfirmingSearch, jacobian: torch.Tensor, relative_noise: fl
     if suspect.any():
         # A jump closer to x than the chosen steps (round near its boundary) shows at the witness steps.
         kink |= search.kinks(search.finest_window()) & suspect.unsqueeze(0)
+        # A kink whose gap the noise margin hides shows as autograd equal to one side's slope.
+        mismatch = torch.where(_difference(jacobian, numerical) > allowed, _difference(jacobian, numerical),
+                               torch.zeros_like(allowed))
+        kink |= search.one_sided(search.chosen_window(), jacobian, mismatch)
     kink &= ~domain
     return Evidence(numerical, allowed, converged & ~domain, kink, domain, unstable & ~domain, unconfirmed & ~domain,
                     unresolved, suspect)
