@@ -273,7 +273,8 @@ class raises:  # noqa: N801  (used as `with checks.raises(RuntimeError):`, like 
         if error is not None and not isinstance(error, Exception):
             return False  # KeyboardInterrupt and the like are not outcomes
         self.message = "" if error is None else str(error).strip()
-        statement, how = provenance.raised_kind(traceback, self.message) if error is not None else ("", "unknown")
+        statement, how = (provenance.raised_kind(traceback, self.message, cells.history()[1:]) if error is not None
+                          else ("", "unknown"))
         wanted = f"raises {self.error.__name__}" + (f" ({self.match!r})" if self.match else "")
         matched = isinstance(error, self.error) and self.match in self.message
         first_line = self.message.splitlines()[0] if self.message else ""

@@ -4,12 +4,14 @@ A row's `how` says what produced its value, or what raised instead:
 
 - a value: "stored" (a .grad read after backward()), "returned" (what torch.autograd.grad returned;
   "create_graph" with create_graph=True), torch.func's "jacrev" / "jacfwd" / "vjp" / "jvp" / "hessian",
-  "forward" (computed by the reader's forward: y, or a tensor's property such as x.is_leaf);
+  "forward" (computed by the reader's forward: y, or a tensor's property such as x.is_leaf), "node" (what a
+  node of the graph returned, called by hand: y.grad_fn(v), or a node reached by next_functions);
 - an error: "constructor" (torch.tensor(..., requires_grad=True) and the other factories),
   "requires_grad_" (t.requires_grad_() on a tensor made earlier), "forward",
   "in-place" (x -= ..., x[0] = ..., x.add_(...)), "stored" (backward() raised), "returned" (autograd.grad
   raised), "gradcheck" (torch.autograd.gradcheck raised: the backward disagrees with the forward),
-  "conversion" (y.numpy(), y.item(), y.tolist() raised), "checks" (a call of the book's checks raised).
+  "conversion" (y.numpy(), y.item(), y.tolist() raised), "checks" (a call of the book's checks raised),
+  "node" (a node called by hand raised), "saved" (reading a node's saved tensor, y.grad_fn._saved_self, raised).
 
 Both are read from the statement's source: the cell's text (IPython keeps it in linecache, and so does
 checks.teaching.cells for its re-runs) or the script's file. At a plain Python prompt there is no source; an
@@ -34,6 +36,7 @@ from ..core.dtypes import dtype_name
 # Words for the ways checks.teaching.display does not name: a value the forward computed, or none known.
 OTHER_WORDS = {
     "forward": "computed by the forward",
+    "node": "returned by a grad_fn called by hand",
     "unknown": "how it was produced is unknown (no source to read)",
 }
 # Which statement raised, and what it then did not deliver.
@@ -53,6 +56,8 @@ RAISER_WORDS = {
     "jvp": ("torch.func.jvp", "nothing returned"),
     "hessian": ("torch.func.hessian", "nothing returned"),
     "gradcheck": ("torch.autograd.gradcheck", "nothing returned"),
+    "node": ("a grad_fn called by hand", "nothing returned"),
+    "saved": ("reading a saved tensor", "nothing read"),
     "unknown": ("a statement", "nothing delivered"),
 }
 
@@ -148,7 +153,7 @@ def _is_user(filename: str) -> bool:
     return not (filename.startswith(_TORCH) or filename.startswith(_CHECKS) or filename.startswith(_STDLIB))
 
 
-def raising_statement(traceback: TracebackType | None) -> tuple[str, str]:
+def raising_statement(traceback: TracebackType | None, history: Sequence[str] = ()) -> tuple[str, str]:
     """(source, kind) of the reader's statement that raised: the deepest frame of the reader's own code.
 
     The kind is read from the very expression that raised, where Python says which (its instruction's
@@ -166,8 +171,48 @@ def raising_statement(traceback: TracebackType | None) -> tuple[str, str]:
     if node is None:
         return "", "unknown"
     part = _raising_part(node, chosen)
-    kind = _outer_call_kind(part) or (statement_kind(node) if part is None else _part_kind(part, node))
+    kind = (_outer_call_kind(part) or _graph_kind(part, [source, *history])
+            or (statement_kind(node) if part is None else _part_kind(part, node)))
     return ast.get_source_segment(source, node) or "", kind
+
+
+def _graph_kind(part: ast.AST | None, history: Sequence[str]) -> str:
+    """A raising expression that reads the graph itself: a node's saved tensor ("saved"), or a node called by
+    hand ("node"); '' for any other."""
+    if isinstance(part, ast.Attribute) and part.attr.startswith("_saved_"):
+        return "saved"
+    if isinstance(part, ast.Call) and _is_node(part.func, history):
+        return "node"
+    return ""
+
+
+def _is_node(function: ast.AST, history: Sequence[str]) -> bool:
+    """The called expression is a node of the graph: a grad_fn, a node of next_functions, or a name bound to
+    one (mul = y.grad_fn)."""
+    def reads_graph(node: ast.AST) -> bool:
+        return any(isinstance(item, ast.Attribute) and item.attr in ("grad_fn", "next_functions")
+                   for item in ast.walk(node))
+
+    if isinstance(function, ast.Name):
+        bound = _binding(function.id, history)
+        return isinstance(bound, ast.Assign) and reads_graph(bound.value)
+    return reads_graph(function)
+
+
+def _calls_node(node: ast.AST, history: Sequence[str], seen: frozenset[str] = frozenset()) -> bool:
+    """The statement (or expression) calls a node of the graph by hand, or computes from names bound to what one
+    returned (by_hand = via_sin + d_x after via_sin = sin_node(d_s))."""
+    if any(isinstance(item, ast.Call) and _is_node(item.func, history) for item in ast.walk(node)):
+        return True
+    value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) else node
+    if value is None or any(isinstance(item, ast.Call) for item in ast.walk(value)):
+        return False  # only arithmetic on earlier results is followed back, not what a call made of them
+    names = {item.id for item in ast.walk(value) if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Load)}
+    for name in sorted(names - seen):
+        bound = _binding(name, history)
+        if bound is not None and bound is not node and _calls_node(bound, history, seen | names):
+            return True
+    return False
 
 
 def _outer_call_kind(part: ast.AST | None) -> str:
@@ -223,9 +268,10 @@ def _part_kind(part: ast.AST, statement: ast.stmt) -> str:
     return "forward"
 
 
-def raised_kind(traceback: TracebackType | None, message: str) -> tuple[str, str]:
-    """(statement, kind) of what raised: from the source, else from PyTorch's message, else unknown."""
-    statement, kind = raising_statement(traceback)
+def raised_kind(traceback: TracebackType | None, message: str, history: Sequence[str] = ()) -> tuple[str, str]:
+    """(statement, kind) of what raised: from the source, else from PyTorch's message, else unknown. history: the
+    sources of earlier cells, newest first, where a name the statement calls was bound (mul = y.grad_fn)."""
+    statement, kind = raising_statement(traceback, history)
     if kind == "unknown":
         kind = _torch_entry(traceback) or next((found for words, found in MESSAGES if words in message), "unknown")
     return statement, kind
@@ -293,6 +339,8 @@ def value_kind(expression: str, value: object, uses: Sequence[object], history: 
         if func is not None:
             return func[2]
         node = bound
+    if _calls_node(node, history):
+        return "node"
     kind = statement_kind(node)
     if kind == "forward" and any(isinstance(item, ast.Attribute) and item.attr == "grad" for item in ast.walk(node)):
         return "stored"  # g = x.grad.clone()

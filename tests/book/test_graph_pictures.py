@@ -15,6 +15,7 @@ from ..toc import toc_files
 # The pages of the first two parts that draw a graph, and the nodes each drawing must show.
 DRAWN = {
     "book/small-function": [{"MulBackward0": 1, "AccumulateGrad": 1}],
+    "book/backward-functions": [{"MulBackward0": 1, "SinBackward0": 1, "AccumulateGrad": 1}],
     "book/grad-is-none": [{"PowBackward0": 2, "AccumulateGrad": 1}],
     "book/debugging": [{"PowBackward0": 1, "AccumulateGrad": 1}, {"NegBackward0": 1, "AccumulateGrad": 1},
                        {"MulBackward0": 3, "AccumulateGrad": 1}, {"MulBackward0": 4, "SumBackward0": 1}],
