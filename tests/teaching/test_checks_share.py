@@ -23,7 +23,8 @@ LIMIT = 0.25
 # "Checking numerically" teaches the checker: its checkers' and tolerances' calls are the subject there (and count).
 # Those in plain cells (checks.expect) are pasted into python too (test_pasted); the last two still use the
 # earlier checks.plan and checks.witness.
-PLAIN_NUMERICAL = ["book/finite-differences", "book/precision", "book/decision-guide", "book/failures"]
+PLAIN_NUMERICAL = ["book/finite-differences", "book/precision", "book/decision-guide", "book/failures",
+                   "book/check-a-model"]
 NUMERICAL = [*PLAIN_NUMERICAL, "book/how-good-is-a-check", "book/check-your-own-code"]
 NUMERICAL_LIMIT = 0.40
 
