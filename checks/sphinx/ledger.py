@@ -180,9 +180,10 @@ REQUIRED: dict[str, type | tuple[type, ...]] = {
     "device": str, "how": str, "verdict": str, "outcome": str, "status": str, "message": str,
     "expected_failure": bool,
     "executed": bool, "x": (int, float, list, dict), "gradient_formula": str, "derivative_source": str,
-    # None: a pass whose expected outcome is no gradient at all (x.grad stays None, checks.witness).
-    "analytical_gradient": (int, float, list, dict, type(None)),
-    "observed_gradient": (int, float, list, dict, type(None)),
+    # None: a pass whose expected outcome is no gradient at all (x.grad stays None, checks.witness); bool: a
+    # property's expectation (checks.expect(x.is_leaf, True, ...)).
+    "analytical_gradient": (int, float, bool, list, dict, type(None)),
+    "observed_gradient": (int, float, bool, list, dict, type(None)),
     # None: no expected element is non-zero (or none was expected); checks.core.compare.detectable.
     "detectable_relative_error": (int, float, type(None)),
 }

@@ -160,6 +160,16 @@ def test_command_line_lists_unexpected_failures_and_unexpected_passes(
     assert "    expected 6, from the formula 2*x (" in out
 
 
+def test_a_property_checked_against_true_or_false_reaches_the_ledger(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    x = torch.tensor(1.0, requires_grad=True)
+    checks.expect(x.is_leaf, True, "ledger: a leaf")
+    checks.expect(x.grad is None, False, "ledger: no gradient yet", expected_failure="None until backward()")
+    site = write(tmp_path, entries(*checks.records_of("ledger: a leaf"), *checks.records_of("ledger: no gradient yet")))
+    assert main([str(site)]) == 0
+    assert "2 checks: 1 expected failure, 1 pass" in capsys.readouterr().out
+
+
 def stamped(tmp_path: Path, change) -> Path:
     """A sound ledger of one failure declared expected and one pass, then changed by change(data)."""
     site = write(tmp_path, entries(run(SQUARE), run(WRONG, expected_failure=True)))
