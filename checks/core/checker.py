@@ -132,6 +132,11 @@ def check_jacobian(
     g = first if order == 1 else SecondOrder(first, seed, grad_outputs)
     if not torch.isfinite(g.value).all():
         raise NaNInputError(f"{g.call} is not finite at {g.shown()}: the Jacobian there is undefined")
+    # f once more at x: a random op or a module's own state makes f differ from call to call, which the message
+    # must name as the cause of the noise (not rounding, which float64 would reduce).
+    with torch.no_grad():
+        nondeterminism = float((g(g.x).detach().to(torch.float64) - g.value.to(torch.float64)).abs().nan_to_num(
+            float("inf")).max())
     # Fast mode checks the projections' Jacobian instead; the property checks below still run on g itself.
     checked = Projection(g, seed) if fast else g
     arguments, x, value = checked.arguments, checked.x, checked.value
@@ -158,7 +163,8 @@ def check_jacobian(
     # the same relative size in the estimate).
     relative_noise = eps * max(1.0, search.amplification())
     evidence = confirm(search, jacobian, relative_noise)
-    evaluations = evaluate.count + 2  # plus f(x) above and autograd's own forward
+    # Plus f(x) twice above, autograd's own forward and the property checks' (reverse mode: one graph).
+    evaluations = evaluate.count + 3 + (graph is not None)
     note = "; ".join(filter(None, [note, evaluate.note]))
     # A wrong gradient that is 0 because an output is cut off from the inputs is named as such.
     detached = detached_outputs(g, graph) if bool(evidence.suspect.any()) else ()
@@ -175,6 +181,7 @@ def check_jacobian(
         evaluations=evaluations, seconds=time.perf_counter() - start, resolution=RESOLUTION,
         outputs=checked.outputs, skipped=g.skipped, call=g.call, order=order, seed=seed, tolerance=tolerance,
         properties=properties, detached=detached, projections=checked.projections if fast else None,
+        nondeterminism=nondeterminism,
     )
     notify(report)  # checks.core.observers: whoever keeps a log of checks (a book's ledger) sees it
     return report

@@ -48,7 +48,8 @@ REASONS = {
 def explain(report: CheckReport, reason: str) -> str:
     """Why an element could not be judged (a key of REASONS: "kink", "domain", ...), and what would settle
     it."""
-    remedy = "check in float64" if report.dtype == "float32" else \
+    remedy = "make f deterministic (two calls at x differ: model.eval(), or a seed inside f)" \
+        if report.nondeterminism else "check in float64" if report.dtype == "float32" else \
         "check at another point, or rescale f so that it does not vary on a scale near ε"
     return REASONS[reason].format(resolution=report.resolution, remedy=remedy)
 
@@ -169,7 +170,12 @@ def message(report: CheckReport, limit: int = 3) -> str:
     if detectable is not None and not wrong:
         lines.append(f"Detectable: autograd off by a relative error above {detectable:.3g} fails in every judged "
                      f"element (the largest allowed / |numerical| among them)")
-    if report.amplification > AMPLIFIED:
+    if report.nondeterminism:
+        lines.append(f"f is not deterministic: two calls at x differ by up to {report.nondeterminism:.3g} (a random "
+                     f"op such as dropout draws anew, or a module in train mode changes its own state): the "
+                     f"estimate compares f at nearby points, so that difference is its noise, which another dtype "
+                     f"does not remove; check model.eval(), or fix the randomness inside f")
+    elif report.amplification > AMPLIFIED:
         lines.append(f"f amplifies its own rounding: its noise, measured at x, is up to {report.amplification:.3g} × "
                      f"ε·(|f| + Σ|J||x|) (an ill-conditioned solve, or cancellation); the allowances include it")
     allowed = f"{report.safety:g} × (its error estimate + f's rounding noise / step)" if report.tolerance is None else \

@@ -380,6 +380,7 @@ class _Evaluator:
             if outputs is None:
                 self.batched = False
                 outputs = torch.stack([self._one(point) for point in points])
+                self.count += includes_x  # x itself, evaluated in the loop
                 outputs = outputs[:-1] if includes_x else outputs
         rows = points.shape[0] - includes_x
         self.count += rows
@@ -411,6 +412,7 @@ class _Evaluator:
         except Exception:
             if self.vectorize:
                 raise
+            self.count += 1  # the call that failed ran f (a module's state may have moved)
             return None
         if reference is None:
             return outputs[:-1] if includes_x else outputs

@@ -76,11 +76,16 @@ class CheckReport:
                     larger of ε·(|f_i| + Σ|J_ik||x_k|) and NOISE_BOUND × the noise measured at x
     amplification -- the largest ratio of measured noise to ε·(|f_i| + Σ|J_ik||x_k|) over the outputs:
                     above 1 where f amplifies its own rounding
+    nondeterminism -- the largest difference between f's outputs at x on two calls (0: the same values):
+                    above 0, f is not a function of its inputs alone (a random op such as dropout, or state a
+                    module in train mode keeps), and its measured "noise" is that
     safety       -- the allowance factor over the uncertainty
     arguments    -- the checked inputs, named, with their shapes (a complex `z` as `z.real` and `z.imag`; a
                     sample's positions)
-    evaluations  -- every evaluation of f: the estimate's, the noise probe's, the kink test's, f(x) and
-                    autograd's forward (the property checks add one forward of their own, not counted)
+    evaluations  -- every evaluation of f at a point: the estimate's, the noise probe's, the kink test's,
+                    f(x) twice, autograd's forward and the reverse-mode property checks' forward; forward
+                    mode evaluates f with tangents besides, not counted (its dual numbers once per input
+                    element, where torch.func cannot transform f; its property checks)
     seconds      -- wall time of the whole check
     outputs      -- the differentiable outputs, named and placed among the rows
     skipped      -- the arguments and outputs held fixed (no gradient: integers, bools, non-tensors)
@@ -129,6 +134,7 @@ class CheckReport:
     properties: tuple[PropertyCheck, ...] = ()
     detached: tuple[str, ...] = ()
     projections: Projections | None = None
+    nondeterminism: float = 0.0
 
     @cached_property
     def error(self) -> torch.Tensor:
@@ -144,6 +150,11 @@ class CheckReport:
 
     def __repr__(self) -> str:  # the tensors stay out of a test runner's output
         return f"<CheckReport of {self.call or 'f'}: {self.summary()}>"
+
+    def __bool__(self) -> bool:
+        """True for a pass only, as gradcheck(..., raise_exception=False) returns: `assert report` fails on a
+        fail and on an inconclusive check alike (`report.outcome != "fail"` accepts the inconclusive)."""
+        return self.outcome == "pass"
 
     @property
     def input_shape(self) -> tuple[int, ...]:

@@ -90,3 +90,10 @@ class SineOnePercentOff(torch.autograd.Function):
 def test_a_wrong_factor_gets_no_rounding_hint(dtype: torch.dtype) -> None:
     report = check_jacobian(SineOnePercentOff.apply, torch.tensor([0.3, 1.1], dtype=dtype))
     assert report.outcome == "fail" and "Every difference is" not in report.message()
+
+
+def test_a_report_is_true_for_a_pass_only_as_gradcheck_s_boolean() -> None:
+    x = torch.tensor([0.3, 1.1], dtype=F64)
+    assert bool(check_jacobian(torch.sin, x))
+    assert not check_jacobian(SineOnePercentOff.apply, x)
+    assert not check_jacobian(torch.abs, torch.tensor([0.0, 1.0], dtype=F64))  # inconclusive at the kink
