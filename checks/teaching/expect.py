@@ -133,8 +133,8 @@ def _observed(value: Any, label: str) -> torch.Tensor | bool | None:
 
 
 def _where(value: Any) -> tuple[str, str]:
-    """The row's dtype and device: the value's own, else the run's defaults."""
-    if isinstance(value, torch.Tensor) and value.is_floating_point():
+    """The row's dtype and device: a tensor's own (an integer count's too), else the run's defaults."""
+    if isinstance(value, torch.Tensor):
         return dtype_name(value.dtype), value.device.type
     return dtype_name(torch.get_default_dtype()), torch.get_default_device().type
 

@@ -138,7 +138,7 @@ def rows_html(records: Sequence[Record], reader: tuple[str, str] | None = None) 
     folded = agreeing(records, reader) if reader else set()
     body = "".join(_row(record, record.id in folded) for record in records)
     table = table_box(f'<table class="checks-table checks-rows"><thead><tr>{head}</tr></thead>'
-                      f"<tbody>{body}</tbody></table>" + _runs_toggle([r for r in records if r.id in folded]))
+                      f"<tbody>{body}</tbody></table>" + _runs_toggle([r for r in records if r.id in folded], reader))
     return table + weak_notes(records) + failures_html(records) + embed(records)
 
 
@@ -165,14 +165,15 @@ def _reads(record: Record) -> tuple[str, ...]:
     return cells[1], cells[2], cells[4], cells[5]
 
 
-def _runs_toggle(folded: Sequence[Record]) -> str:
+def _runs_toggle(folded: Sequence[Record], reader: tuple[str, str] | None) -> str:
     """The toggle that shows the folded rows (checks.css hides them while it is closed); "" if none."""
-    if not folded:
+    if not folded or reader is None:
         return ""
     runs = ", ".join(dict.fromkeys(f"{record.dtype} · {record.device}" for record in folded))
-    count = len(folded)
-    return (f'<details class="checks-runs"><summary>{count} more row{"s" * (count > 1)} ({runs}): the same values, '
-            f'{"each " * (count > 1)}a pass</summary></details>')
+    own = f"the {reader[0]} row of its check" if len(folded) > 1 else f"the {reader[0]} row above"
+    several = len(folded) > 1
+    return (f'<details class="checks-runs"><summary>{len(folded)} more row{"s" * several} ({runs}), '
+            f'{"each " * several}reading as {own}: the same values, {"each " * several}a pass</summary></details>')
 
 
 COLUMNS = ("verdict", "check", "shape · dtype · device", "expected", "observed")

@@ -243,11 +243,11 @@ def test_the_doubled_gradient_is_twice_the_single_one_and_says_so(book_html: Pat
 
 
 def test_the_product_slip_is_off_by_exactly_the_missing_term(book_html: Path) -> None:
-    slip = [r for r in embedded_records(page(book_html, "book/small-function.html")) if r["check"] == "x cos x at 2"]
+    slip = [r for r in embedded_records(page(book_html, "book/small-function.html")) if r["check"] == "x cos x at 1"]
     assert slip and all(r["verdict"] == "fail" and r["expected_failure"] for r in slip)
     for record in slip:
-        assert record["gradient_formula"].startswith("slip at x = 2")
-        assert record["observed_gradient"] - record["analytical_gradient"] == pytest.approx(math.sin(2.0), abs=2e-6)
+        assert record["gradient_formula"].startswith("slip at x = 1")
+        assert record["observed_gradient"] - record["analytical_gradient"] == pytest.approx(math.sin(1.0), abs=2e-6)
     assert "observed − expected = sin(x) at x: a missing term sin(x)?" in text_of(book_html, "small-function")
 
 
