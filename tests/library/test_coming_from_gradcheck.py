@@ -9,22 +9,17 @@ import pytest
 import torch
 
 from checks import check_jacobian
+from checks.teaching.mutants import mutant
 
 F64 = torch.float64
 
 
-class SineInFloat32(torch.autograd.Function):
-    """A right formula computed in float32: the gradient loses float64's precision."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x.sin()
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return (g * x.cos()).float()
+# A right formula computed in float32: the gradient loses float64's precision.
+SineInFloat32 = mutant(torch.sin, lambda x, g: (g * x.cos()).float(), "SineInFloat32")
+SineOnePercentOff = mutant(torch.sin, lambda x, g: 1.01 * g * x.cos(), "SineOnePercentOff")
+# softplus' derivative as 1 − 1/(1 + eˣ): right to float64's rounding of 1, so 0.1 % off where eˣ ≈ 1e-13.
+SoftplusByCancellation = mutant(torch.nn.functional.softplus, lambda x, g: g * (1 - 1 / (1 + torch.exp(x))),
+                                "SoftplusByCancellation")
 
 
 def test_options_of_gradcheck_keep_their_names_and_defaults() -> None:
@@ -37,63 +32,37 @@ def test_options_of_gradcheck_keep_their_names_and_defaults() -> None:
 def test_the_engine_casts_a_backward_to_the_input_dtype_so_gradcheck_passes_it_and_the_comparison_fails_it() -> None:
     x = torch.linspace(-2.0, 2.0, 5, dtype=F64)
     leaf = x.clone().requires_grad_(True)
-    assert torch.autograd.grad(SineInFloat32.apply(leaf).sum(), leaf)[0].dtype == F64
-    assert torch.autograd.gradcheck(SineInFloat32.apply, (leaf,), check_grad_dtypes=True)
-    report = check_jacobian(SineInFloat32.apply, x)
+    assert torch.autograd.grad(SineInFloat32(leaf).sum(), leaf)[0].dtype == F64
+    assert torch.autograd.gradcheck(SineInFloat32, (leaf,), check_grad_dtypes=True)
+    report = check_jacobian(SineInFloat32, x)
     assert report.outcome == "fail"
     assert "input `x`" in report.message()
 
 
 def test_the_float32_backward_s_message_says_its_differences_are_of_float32_s_rounding() -> None:
-    message = check_jacobian(SineInFloat32.apply, torch.linspace(-2.0, 2.0, 5, dtype=F64)).message()
+    message = check_jacobian(SineInFloat32, torch.linspace(-2.0, 2.0, 5, dtype=F64)).message()
     assert "Every difference is of float32's rounding" in message
-
-
-class SoftplusByCancellation(torch.autograd.Function):
-    """softplus' derivative as 1 − 1/(1 + eˣ): right to float64's rounding of 1, so 0.1 % off where eˣ ≈ 1e-13."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return torch.nn.functional.softplus(x)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * (1 - 1 / (1 + torch.exp(x)))
 
 
 def test_a_cancellation_in_the_backward_fails_with_a_hint_and_the_atol_it_suggests_passes_with_an_rtol() -> None:
     x = torch.tensor([-30.0, -12.0, -3.0, 0.5, 4.0], dtype=F64)
-    report = check_jacobian(SoftplusByCancellation.apply, x)
+    report = check_jacobian(SoftplusByCancellation, x)
     assert report.outcome == "fail"
     message = report.message()
     assert "loses the precision of its small entries" in message and "float32" not in message
     atol = float(message.split("accept the loss with atol=")[1].split()[0])
-    assert check_jacobian(SoftplusByCancellation.apply, x, atol=atol, rtol=1e-7).outcome == "pass"
-    assert check_jacobian(SoftplusByCancellation.apply, x, atol=atol).outcome == "inconclusive"
-
-
-class SineOnePercentOff(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x.sin()
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return 1.01 * g * x.cos()
+    assert check_jacobian(SoftplusByCancellation, x, atol=atol, rtol=1e-7).outcome == "pass"
+    assert check_jacobian(SoftplusByCancellation, x, atol=atol).outcome == "inconclusive"
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, F64])
 def test_a_wrong_factor_gets_no_rounding_hint(dtype: torch.dtype) -> None:
-    report = check_jacobian(SineOnePercentOff.apply, torch.tensor([0.3, 1.1], dtype=dtype))
+    report = check_jacobian(SineOnePercentOff, torch.tensor([0.3, 1.1], dtype=dtype))
     assert report.outcome == "fail" and "Every difference is" not in report.message()
 
 
 def test_a_report_is_true_for_a_pass_only_as_gradcheck_s_boolean() -> None:
     x = torch.tensor([0.3, 1.1], dtype=F64)
     assert bool(check_jacobian(torch.sin, x))
-    assert not check_jacobian(SineOnePercentOff.apply, x)
+    assert not check_jacobian(SineOnePercentOff, x)
     assert not check_jacobian(torch.abs, torch.tensor([0.0, 1.0], dtype=F64))  # inconclusive at the kink
