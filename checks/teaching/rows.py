@@ -170,10 +170,10 @@ def _runs_toggle(folded: Sequence[Record], reader: tuple[str, str] | None) -> st
     if not folded or reader is None:
         return ""
     runs = ", ".join(dict.fromkeys(f"{record.dtype} · {record.device}" for record in folded))
-    own = f"the {reader[0]} row of its check" if len(folded) > 1 else f"the {reader[0]} row above"
     several = len(folded) > 1
     return (f'<details class="checks-runs"><summary>{len(folded)} more row{"s" * several} ({runs}), '
-            f'{"each " * several}reading as {own}: the same values, {"each " * several}a pass</summary></details>')
+            f'{"each " * several}reading as the {reader[0]} row of {"its" if several else "the same"} check: the '
+            f'same values, {"each " * several}a pass</summary></details>')
 
 
 COLUMNS = ("verdict", "check", "shape · dtype · device", "expected", "observed")

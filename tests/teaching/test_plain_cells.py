@@ -487,6 +487,6 @@ def test_other_runs_that_read_as_the_reader_s_are_folded_and_any_difference_stay
     # and a failure is never folded.
     assert folded == {same["float64"]}
     assert soup.select_one("div.checks-table-box > details.checks-runs summary").get_text() == \
-        "1 more row (float64 · cpu), reading as the float32 row above: the same values, a pass"
+        "1 more row (float64 · cpu), reading as the float32 row of the same check: the same values, a pass"
     # Without the reader's run named, every row is in view.
     assert not BeautifulSoup(rows_html(records), "html.parser").select("tr.checks-run-folded")
