@@ -155,13 +155,14 @@ class ConfirmingSearch(Search):
         elements = np.arange(self.keys.size)
         wanted = jacobian.numpy()[self.rows, self.columns]
         tolerance = mismatch.numpy()[self.rows, self.columns] / 4
+        noise = self.noise()[self.rows]
         agreed = np.zeros(self.keys.size, dtype=bool)
         with np.errstate(invalid="ignore"):
             for side in (1.0, -1.0):  # the gaps are |D+ - D-|: D± is the central difference ± half of it
                 both = tolerance > 0
                 for level in (mine, mine + 1):
                     value = self.differences[level, elements] + side * self.gaps[level, elements] / 2
-                    rounding = 2 * self.noise()[self.rows] / np.abs(self.h[level, self.columns])
+                    rounding = 2 * noise / np.abs(self.h[level, self.columns])
                     both &= (np.abs(value - wanted) <= tolerance) & (rounding <= tolerance)
                 agreed |= both
         return self._dense(agreed, False)
@@ -203,6 +204,7 @@ def confirm(search: ConfirmingSearch, jacobian: torch.Tensor, relative_noise: fl
     suspect_elements &= difference > allowed
     suspect = suspect_elements.any(0)
     unstable = unconfirmed = torch.zeros_like(converged)
+    # From here on, difference is autograd's distance from the estimate as it stands (after confirmation).
     if suspect.any():
         search.confirm(torch.where(suspect_elements, difference, torch.zeros_like(difference)))
         numerical, allowed, converged = search.result()
@@ -224,15 +226,14 @@ def confirm(search: ConfirmingSearch, jacobian: torch.Tensor, relative_noise: fl
         unconfirmed = suspect.unsqueeze(0) & (mismatch > allowed) & ~(sides & (spread <= mismatch))
     domain = ~_finite(numerical)
     # Only where it decides: autograd's rounding near an exact 0 is within its allowance, and passes.
-    unresolved = search.unresolved_flat(jacobian) & (_difference(jacobian, numerical) > allowed)
+    unresolved = search.unresolved_flat(jacobian) & (difference > allowed)
     kink = search.kinks(search.chosen_window())
     if suspect.any():
         # A jump closer to x than the chosen steps (round near its boundary) shows at the witness steps.
         kink |= search.kinks(search.finest_window()) & suspect.unsqueeze(0)
         # A kink whose gap the noise margin hides shows as autograd equal to one side's slope.
-        mismatch = torch.where(_difference(jacobian, numerical) > allowed, _difference(jacobian, numerical),
-                               torch.zeros_like(allowed))
-        kink |= search.one_sided(search.chosen_window(), jacobian, mismatch)
+        kink |= search.one_sided(search.chosen_window(), jacobian,
+                                 torch.where(difference > allowed, difference, torch.zeros_like(difference)))
     kink &= ~domain
     return Evidence(numerical, allowed, converged & ~domain, kink, domain, unstable & ~domain, unconfirmed & ~domain,
                     unresolved, suspect)

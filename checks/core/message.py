@@ -6,6 +6,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+import torch
+
+from .dtypes import to_dtype
+from .numerical import machine_epsilon
+
 if TYPE_CHECKING:
     from .report import CheckReport, Element
 
@@ -15,7 +20,6 @@ if TYPE_CHECKING:
 AMPLIFIED = 10.0
 # Differences up to this many units of rounding are "of rounding's size": a few operations' worth, each up to ε/2.
 ROUNDINGS = 64
-FLOAT32_EPS = 2.0 ** -23
 
 REASONS = {
     "non-finite": "autograd gave nan or inf where f is finite at x ± h and the estimate is finite: the "
@@ -200,11 +204,12 @@ def rounding_sized(report: CheckReport, wrong: list[Element]) -> str:
     Jacobian's largest entry (a backward that loses its small entries' precision to a cancellation). The
     verdict stands: the values differ by more than the estimate allows."""
     relative = [e.difference / abs(e.numerical) for e in wrong if e.numerical]
-    if report.dtype == "float64" and len(relative) == len(wrong) and max(relative) <= ROUNDINGS * FLOAT32_EPS:
+    float32 = machine_epsilon(torch.float32)
+    if report.dtype == "float64" and len(relative) == len(wrong) and max(relative) <= ROUNDINGS * float32:
         return (f"Every difference is of float32's rounding (relative {min(relative):.2g} to {max(relative):.2g}; "
-                f"float32's ε is {FLOAT32_EPS:.3g}): a backward that computes in float32 (a .float(), a float32 "
+                f"float32's ε is {float32:.3g}): a backward that computes in float32 (a .float(), a float32 "
                 f"constant or buffer) gives such differences; if it does not, the error is that small")
-    eps = FLOAT32_EPS if report.dtype == "float32" else 2.0 ** -52
+    eps = machine_epsilon(to_dtype(report.dtype))
     numerical = report.numerical[report.numerical.isfinite()]
     scale = float(numerical.abs().max()) if numerical.numel() else 0.0
     largest = max(e.difference for e in wrong)

@@ -11,9 +11,9 @@ compact table (verdict, check with how its value was produced, expected, observe
 checks.css lays out as cards on a phone. The reader's own run (PyTorch's default dtype on the CPU) is in
 view; the other runs' rows of a check that read exactly as the reader's (the same expected and observed
 values, how they were made, each a pass) are folded behind one toggle under the table, so that a page
-reads as the plain float32 run unless another dtype or device shows something else; under it, one box per failed check with the words a learner would search for
-(PyTorch's message, or the comparison and its diagnosis) in view and the rest (code, environment, the whole
-record) folded. The records are embedded as JSON for the ledger's cross-check (display.embed).
+reads as the plain float32 run unless another dtype or device shows something else. Under the table, one
+box per failed check with the words a learner would search for (PyTorch's message, or the comparison and its
+diagnosis) in view and the rest (code, environment, the whole record) folded. The records are embedded as JSON for the ledger's cross-check (display.embed).
 """
 
 from __future__ import annotations
@@ -135,22 +135,29 @@ def rows_html(records: Sequence[Record], reader: tuple[str, str] | None = None) 
     reader: the (dtype, device) of the run the reader sees; the other runs' rows that read as its own are
     folded (see the module's docstring)."""
     head = "".join(f'<th scope="col">{name}</th>' for name in COLUMNS)
-    folded = agreeing(records, reader) if reader else set()
-    body = "".join(_row(record, record.id in folded) for record in records)
+    cells = {record.id: _cells(record) for record in records}  # rendered once, compared and shown
+    folded = agreeing(records, reader, cells) if reader else set()
+    body = "".join(_row(record, cells[record.id], record.id in folded) for record in records)
     table = table_box(f'<table class="checks-table checks-rows"><thead><tr>{head}</tr></thead>'
                       f"<tbody>{body}</tbody></table>" + _runs_toggle([r for r in records if r.id in folded], reader))
     return table + weak_notes(records) + failures_html(records) + embed(records)
 
 
-def agreeing(records: Sequence[Record], reader: tuple[str, str]) -> set[str]:
+def agreeing(records: Sequence[Record], reader: tuple[str, str], cells: dict[str, tuple[str, ...]]) -> set[str]:
     """The ids of the rows that say nothing the reader's own run does not: per check, every other run's row,
-    where each of them and the reader's row pass and read the same (expected, observed, how)."""
+    where each of them and the reader's row pass and read the same (expected, observed, how). cells: each
+    record's rendered cells (_cells), by id."""
+
+    def reads(record: Record) -> tuple[str, ...]:  # what a row shows besides its verdict, dtype and device
+        _, check, shape, _, expected, observed = cells[record.id]
+        return check, shape, expected, observed
+
     folded: set[str] = set()
     for check in dict.fromkeys(record.check for record in records):
         runs = [record for record in records if record.check == check]
         own = [record for record in runs if (record.dtype, record.device) == reader]
         others = [record for record in runs if (record.dtype, record.device) != reader]
-        if len(own) == 1 and others and all(_plain_pass(r) and _reads(r) == _reads(own[0]) for r in [*own, *others]):
+        if len(own) == 1 and others and all(_plain_pass(r) and reads(r) == reads(own[0]) for r in [*own, *others]):
             folded.update(record.id for record in others)
     return folded
 
@@ -159,15 +166,10 @@ def _plain_pass(record: Record) -> bool:
     return record.verdict == "pass" and not record.weak and not declared(record)
 
 
-def _reads(record: Record) -> tuple[str, ...]:
-    """What a row shows besides its dtype and device."""
-    cells = _cells(record)
-    return cells[1], cells[2], cells[4], cells[5]
-
-
 def _runs_toggle(folded: Sequence[Record], reader: tuple[str, str] | None) -> str:
-    """The toggle that shows the folded rows (checks.css hides them while it is closed); "" if none."""
-    if not folded or reader is None:
+    """The toggle that shows the folded rows (checks.css hides them while it is closed); "" if none (there are
+    none without a reader's run)."""
+    if not folded:
         return ""
     runs = ", ".join(dict.fromkeys(f"{record.dtype} · {record.device}" for record in folded))
     several = len(folded) > 1
@@ -187,22 +189,22 @@ def shape_text(record: Record) -> str:
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
 
-def _row(record: Record, folded: bool = False) -> str:
-    verdict, check, shape, dtype, expected, observed = _cells(record)
-    cells = (f'<td class="checks-verdict" data-field="verdict"{data_label("verdict")}>{verdict}</td>'
-             f'<td class="checks-check"{data_label("check")}>{check}</td>'
-             f'<td class="checks-input_shape-dtype-device"{data_label("shape · dtype · device")}>'
-             f'<span data-field="input_shape">{shape}</span> · {dtype}</td>'
-             f'<td class="checks-analytical_gradient" data-field="analytical_gradient"{data_label("expected")}>'
-             f"{expected}</td>"
-             f'<td class="checks-observed_gradient" data-field="observed_gradient"{data_label("observed")}>'
-             f"{observed}</td>")
+def _row(record: Record, cells: tuple[str, ...], folded: bool) -> str:
+    verdict, check, shape, dtype, expected, observed = cells
+    row = (f'<td class="checks-verdict" data-field="verdict"{data_label("verdict")}>{verdict}</td>'
+           f'<td class="checks-check"{data_label("check")}>{check}</td>'
+           f'<td class="checks-input_shape-dtype-device"{data_label("shape · dtype · device")}>'
+           f'<span data-field="input_shape">{shape}</span> · {dtype}</td>'
+           f'<td class="checks-analytical_gradient" data-field="analytical_gradient"{data_label("expected")}>'
+           f"{expected}</td>"
+           f'<td class="checks-observed_gradient" data-field="observed_gradient"{data_label("observed")}>'
+           f"{observed}</td>")
     declared_note = declared(record)
     outcome = ("expected-failure" if declared_note and record.verdict == "fail" else
                "unexpected-failure" if record.verdict == "fail" else str(record.verdict))
     classes = " checks-weak" * record.weak + " checks-run-folded" * folded
     return (f'<tr id="{html.escape(record.id)}" class="checks-{html.escape(str(record.verdict))} '
-            f'checks-outcome-{outcome}{classes}">{cells}</tr>')
+            f'checks-outcome-{outcome}{classes}">{row}</tr>')
 
 
 def _cells(record: Record) -> tuple[str, str, str, str, str, str]:
