@@ -155,8 +155,11 @@ def check_jacobian(
     h0 = default_step("richardson", x.dtype, 3).h0
     evaluate = _Evaluator(checked.at_points, x, checked.vectorize, scalar=False, reference=value)
     # Fast mode settles for √ε: one batch of steps where the projection is smooth.
+    # f's first call showed whether it changes its input in place (then the estimate's points are not reused).
+    untouched = unmutated(first.names, first.before, first.after)
     search = ConfirmingSearch(evaluate, x, value, h0, eps, tiny, SAFETY, RESOLUTION,
-                              checked.rounding_scale if fast else None, math.sqrt(eps) if fast else None)
+                              checked.rounding_scale if fast else None, math.sqrt(eps) if fast else None,
+                              reuse_points=untouched.outcome == "pass")
     search.run()
     # f's relative noise: ε for an accurately computed f, more where it amplifies its rounding (and so does
     # its backward, through the same operations; and f's noise at x ± h grows with |f(x ± h)|, an error of
@@ -168,7 +171,7 @@ def check_jacobian(
     note = "; ".join(filter(None, [note, evaluate.note]))
     # A wrong gradient that is 0 because an output is cut off from the inputs is named as such.
     detached = detached_outputs(g, graph) if bool(evidence.suspect.any()) else ()
-    properties = (unmutated(first.names, first.before, first.after),
+    properties = (untouched,
                   *derivative_properties(g, used, seed, nondet_tol, check_undefined_grad, check_batched_grad, graph))
     report = CheckReport(
         autograd=jacobian, numerical=evidence.numerical, allowed=evidence.allowed, details=search.details,

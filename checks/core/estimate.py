@@ -25,6 +25,7 @@ random lines, beside the a-priori bound ε·(|f_i| + Σ_k |J_ik|·|x_k|) (see ch
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -69,11 +70,12 @@ class Search:
 
     def __init__(self, evaluate: _Evaluator, x: torch.Tensor, value: torch.Tensor, h0: float, eps: float,
                  tiny: float, safety: float, resolution: float, base: np.ndarray | None = None,
-                 precision: float | None = None) -> None:
+                 precision: float | None = None, reuse_points: bool = True) -> None:
         """base: per output, the size of what it is computed from besides the Jacobian's share Σ_k |J_ik|·|x_k|
         (default |f_i(x)|; a sum of many terms, as a projection is, passes the sum of their sizes).
         precision: the relative uncertainty at which a column stops improving (default ε^(2/3), as good as a
-        smooth f gives)."""
+        smooth f gives). reuse_points: False for an f that changes its input in place (each block of points
+        is then written whole for its evaluation: what f changed must not reach the next one)."""
         self.evaluate, self.eps, self.tiny = evaluate, eps, tiny
         self.safety, self.resolution = safety, resolution
         self.precision = eps ** (2 / 3) if precision is None else precision
@@ -107,6 +109,8 @@ class Search:
         # The windows and the choice for the tables as they stand (recomputed after each level).
         self._windows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._chosen: tuple | None = None
+        self._points = np.empty((0, n), dtype=self.x.dtype)  # the block of points (_block)
+        self.reuse_points = reuse_points
 
     def _index(self) -> None:
         """Each held element's column and output, and where each column's elements start."""
@@ -162,15 +166,10 @@ class Search:
         """Points x + t·δ·p, t = ±1, ..., ±NOISE_REACH, on each of NOISE_LINES fixed random lines p (|p_j| in
         [1/2, 1], random signs), δ = ε^(2/3)·max(|x_j|, 1): far below the scale of the steps, yet many units
         in the last place of x, so that each point rounds differently. Seeded: a check is deterministic."""
-        generator = np.random.default_rng(0)
-        n = self.x.size
-        offsets = np.concatenate([np.arange(-NOISE_REACH, 0), np.arange(1, NOISE_REACH + 1)])
-        lines = []
-        for _ in range(NOISE_LINES):
-            direction = generator.choice((-1.0, 1.0), n) * generator.uniform(0.5, 1.0, n)
-            step = self.eps ** (2 / 3) * self.size * direction
-            lines.append(self.x.astype(np.float64)[None, :] + offsets[:, None] * step[None, :])
-        return np.concatenate(lines).astype(self.x.dtype)
+        offsets = np.concatenate([np.arange(-NOISE_REACH, 0), np.arange(1, NOISE_REACH + 1)], dtype=np.float64)
+        steps = self.eps ** (2 / 3) * self.size * _probe_directions(self.x.size)  # (lines, n)
+        points = self.x.astype(np.float64) + offsets[None, :, None] * steps[:, None, :]
+        return points.reshape(-1, self.x.size).astype(self.x.dtype)
 
     def _measure_noise(self, samples: np.ndarray) -> None:
         """f's rounding noise per output (ECnoise on each line, the larger of the lines), as a bound:
@@ -239,15 +238,24 @@ class Search:
         """One evaluation of f: the pairs of points x ± h e_j of these rows and the extra points. Holds every
         element that changed; returns the extra points' values."""
         x, rows, first = self.x, used.size, len(extra)
-        # One block of points, built in place (each copy of it costs what f's evaluation costs): the extra
-        # points, x ± h e_j, and x itself where the evaluator compares its batched f(x) with the plain one.
+        # One block of points: the extra points, x ± h e_j, and x itself where the evaluator compares its
+        # batched f(x) with the plain one. Its rows are copies of x kept from chunk to chunk: only the entries
+        # a chunk perturbs are written, and put back after it (writing every point whole costs as much as
+        # evaluating a cheap f at it).
         with_x = self.evaluate.wants_x
-        points = np.empty((first + 2 * rows + with_x, x.size), dtype=x.dtype)
+        points = self._block(first + 2 * rows + with_x)
         points[:first] = extra
-        points[first:] = x
-        points[np.arange(first, first + rows), used] += h.astype(x.dtype)
-        points[np.arange(first + rows, first + 2 * rows), used] -= h.astype(x.dtype)
-        values = self.evaluate(torch.from_numpy(points).to(self.device), includes_x=with_x).cpu().numpy()
+        up, down = np.arange(first, first + rows), np.arange(first + rows, first + 2 * rows)
+        points[up, used] += h.astype(x.dtype)
+        points[down, used] -= h.astype(x.dtype)
+        try:
+            values = self.evaluate(torch.from_numpy(points).to(self.device), includes_x=with_x).cpu().numpy()
+            if np.may_share_memory(values, points):  # f returned (a view of) its input
+                values = values.copy()
+        finally:
+            points[:first] = x
+            points[up, used] = x[used]
+            points[down, used] = x[used]
         extra, values = values[:first], values[first:]
         if not rows:
             return extra
@@ -270,6 +278,13 @@ class Search:
         self.gaps[level_of[row], element] = np.abs(plus[row, output] + minus[row, output]
                                                    - 2 * self.value[output]) / step
         return extra
+
+    def _block(self, rows: int) -> np.ndarray:
+        """rows copies of x (a view of the block kept between evaluations, grown where it is too small)."""
+        if self._points.shape[0] < rows or not self.reuse_points:
+            self._points = np.empty((rows, self.x.size), dtype=self.x.dtype)
+            self._points[...] = self.x
+        return self._points[:rows]
 
     def _grow(self, depth: int) -> None:
         """Room for `depth` levels in the per-level tables (NaN where a level is not computed)."""
@@ -460,6 +475,18 @@ class Search:
         first = self._first_windows()
         flat_value, _ = self._flat(first)
         return self._dense(error, flat_value), self._dense(finest, self.h[first + 2, np.arange(self.n)][None, :])
+
+
+@functools.lru_cache(maxsize=16)
+def _probe_directions(n: int) -> np.ndarray:
+    """The noise probe's NOISE_LINES directions p over n inputs, (lines, n): |p_j| in [1/2, 1], random signs,
+    the same for every check of n inputs (drawn once per n: a fresh generator costs more than a small check's
+    arithmetic). Read-only: every check shares it."""
+    generator = np.random.default_rng(0)
+    lines = [generator.choice((-1.0, 1.0), n) * generator.uniform(0.5, 1.0, n) for _ in range(NOISE_LINES)]
+    directions = np.stack(lines)
+    directions.flags.writeable = False
+    return directions
 
 
 def _at(table: np.ndarray, index: np.ndarray) -> np.ndarray:

@@ -234,11 +234,54 @@ def read_where(statement: str, frame: FrameType) -> tuple[str, str] | None:
     except SyntaxError:
         return None
     places = set()
-    for name in {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}:
-        value = _looked_up(name, frame)
+    # A tensor read through a cast (x.double(), x.to(torch.float64)) is read in the cast's dtype: its receiver
+    # holds another one.
+    casts = {id(node.func.value): node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Attribute) and node.func.attr in _CASTS}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
+            continue
+        value = _looked_up(node.id, frame)
         if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
-            places.add((dtype_name(value.dtype), value.device.type))
+            where = (dtype_name(value.dtype), value.device.type)
+            if id(node) in casts:
+                where = _cast(casts[id(node)], where, frame)
+                if where is None:
+                    return None
+            places.add(where)
     return places.pop() if len(places) == 1 else None
+
+
+# Tensor methods that change a tensor's dtype or device: to its dtype (None: read from the arguments) and device.
+_CASTS: dict[str, tuple[str | None, str | None]] = {
+    "double": ("float64", None), "float": ("float32", None), "half": ("float16", None),
+    "bfloat16": ("bfloat16", None), "cfloat": ("complex64", None), "cdouble": ("complex128", None),
+    "cpu": (None, "cpu"), "cuda": (None, "cuda"), "to": (None, None), "type": (None, None)}
+
+
+def _cast(call: ast.Call, where: tuple[str, str], frame: FrameType) -> tuple[str, str] | None:
+    """(dtype, device) of a tensor after the cast call, from where it was; None where the arguments do not say
+    (a dtype held in a variable the frame does not name, an integer dtype)."""
+    dtype, device = where
+    to_dtype, to_device = _CASTS[call.func.attr]  # type: ignore[union-attr]
+    if call.func.attr in ("cpu", "cuda"):  # type: ignore[union-attr]
+        return dtype, to_device or device
+    if to_dtype is not None:
+        return to_dtype, device
+    for argument in [*call.args, *(keyword.value for keyword in call.keywords)]:
+        named = _looked_up(ast.unparse(argument), frame) if isinstance(argument, (ast.Name, ast.Attribute)) else (
+            argument.value if isinstance(argument, ast.Constant) else None)
+        if isinstance(named, torch.dtype):
+            if not (named.is_floating_point or named.is_complex):
+                return None
+            dtype = dtype_name(named)
+        elif isinstance(named, (str, torch.device)):
+            device = torch.device(named).type
+        elif isinstance(named, torch.Tensor):  # x.to(other): other's dtype and device
+            dtype, device = dtype_name(named.dtype), named.device.type
+        else:
+            return None
+    return dtype, device
 
 
 def _raising_part(node: ast.stmt, traceback: TracebackType) -> ast.AST | None:

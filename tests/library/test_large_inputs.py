@@ -59,3 +59,18 @@ def test_a_gradient_leaking_into_the_flat_elements_is_failed() -> None:
     assert report.outcome == "fail"
     off = ~torch.eye(512, dtype=torch.bool)
     assert bool(report.mismatch[off].all()) and not bool(report.mismatch[~off].any())
+
+
+def test_the_points_reused_from_chunk_to_chunk_hold_what_each_evaluation_needs(monkeypatch) -> None:
+    # The block of points is kept between chunks with only the perturbed entries put back: an f that returns
+    # its input (the values share the points' memory) or changes it in place must not leak into the next chunk.
+    import checks.core.estimate as estimate
+
+    monkeypatch.setattr(estimate, "CHUNK_BYTES", 2 * 64 * 8 * 8)  # eight columns a chunk: many chunks
+    x = torch.linspace(-1.0, 1.0, 64, dtype=torch.float64)
+    identity = check_jacobian(lambda t: t, x)
+    assert identity.outcome == "pass"
+    assert torch.allclose(identity.numerical, torch.eye(64, dtype=torch.float64), rtol=1e-9, atol=1e-12)
+    changed = check_jacobian(lambda t: t.mul_(2) ** 2, x)
+    assert not changed.mismatch.any()  # every chunk's estimate is of 4t², as autograd's Jacobian
+    assert torch.allclose(changed.numerical, torch.diag(8 * x), rtol=1e-9, atol=1e-12)

@@ -490,3 +490,18 @@ def test_other_runs_that_read_as_the_reader_s_are_folded_and_any_difference_stay
         "1 more row (float64 · cpu), reading as the float32 row of the same check: the same values, a pass"
     # Without the reader's run named, every row is in view.
     assert not BeautifulSoup(rows_html(records), "html.parser").select("tr.checks-run-folded")
+
+
+def test_raises_reads_a_tensor_through_its_cast_in_the_casts_dtype() -> None:
+    x = torch.tensor([1.0, 2.0])  # float32
+    wanted = torch.float64
+    for label, statement in [("plain: cast double", lambda: torch.linalg.inv(x.double().reshape(1, 2))),
+                             ("plain: cast to", lambda: torch.linalg.inv(x.to(torch.float64).reshape(1, 2))),
+                             ("plain: cast to a name", lambda: torch.linalg.inv(x.to(wanted).reshape(1, 2))),
+                             ("plain: cast dtype=", lambda: torch.linalg.inv(x.to(dtype=torch.float64)[None]))]:
+        with checks.raises(RuntimeError, label):
+            statement()
+        assert last().dtype == "float64", (label, last().dtype)
+    with checks.raises(RuntimeError, "plain: no cast"):
+        torch.linalg.inv(x.reshape(1, 2))
+    assert last().dtype == "float32"
