@@ -94,7 +94,8 @@ def check_jacobian(
                   with the cost of one evaluation of f, not with the number of outputs
     seed       -- seeds every random draw (sample, order 2's v, the property checks' vectors); in the report
     nondet_tol -- how far two backward passes over one graph may differ (the reentrancy check, as
-                  gradcheck's nondet_tol; 0: exactly equal)
+                  gradcheck's nondet_tol; 0: exactly equal); autograd's values are then known to no better,
+                  and every element's allowance grows by it
     check_undefined_grad -- check the backward with undefined (None) output gradients, as gradcheck does
     check_batched_grad   -- check that vmap over the backward (is_grads_batched) agrees with a loop
     names      -- the inputs' names (default: f's parameter names)
@@ -165,7 +166,7 @@ def check_jacobian(
     # its backward, through the same operations; and f's noise at x ± h grows with |f(x ± h)|, an error of
     # the same relative size in the estimate).
     relative_noise = eps * max(1.0, search.amplification())
-    evidence = confirm(search, jacobian, relative_noise)
+    evidence = confirm(search, jacobian, relative_noise, nondet_tol)
     # Plus f(x) twice above, autograd's own forward and the property checks' (reverse mode: one graph).
     evaluations = evaluate.count + 3 + (graph is not None)
     note = "; ".join(filter(None, [note, evaluate.note]))

@@ -1,9 +1,10 @@
 """check_gradients, the pytest plugin's fixture: assert_gradients in a test's dtype and on its device.
 
 One difference from assert_gradients: a float32 run whose only unjudged elements are ones float32 is too
-coarse to settle (reasons "imprecise" and "unresolved": the estimate's uncertainty, or f's resolution, in
-float32) is skipped with the message, not failed: f's own rounding, not the point or the gradient, stopped
-it, and a float64 run settles it. Every other inconclusive element (a kink, f's domain, an unstable or
+coarse to settle is skipped with the message, not failed: reasons "imprecise" and "unresolved" (the
+estimate's uncertainty, or f's resolution, in float32) and "kink nearby" (a kink that float32's coarser
+steps cross, a step's width from x). f's own rounding, not the point or the gradient, stopped it, and a
+float64 run settles it. Every other inconclusive element (a kink at x, f's domain, an unstable or
 unconfirmed mismatch) raises as assert_gradients does: another point settles it, not another dtype."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .errors import CheckInputError
 # A complex argument is checked in the complex dtype of the run's real one.
 COMPLEX = {torch.float32: torch.complex64, torch.float64: torch.complex128}
 # The reasons of an unjudged element that a float64 run settles (see checks.core.message.REASONS).
-PRECISION = frozenset({"imprecise", "unresolved"})
+PRECISION = frozenset({"imprecise", "unresolved", "kink nearby"})
 
 
 class GradientCheck:

@@ -30,6 +30,9 @@ REASONS = {
                 "quotient can confirm; check at another point",
     "kink": "one-sided differences disagree at every step: f is not differentiable at x, or a kink lies "
             "within h of it; check at another point",
+    "kink nearby": "one-sided differences disagree at the coarser steps, and f did not change at the finest: "
+                   "a kink lies within the coarser steps of x but not at it, and f's change beside x is below "
+                   "its resolution there; {kink_remedy}",
     "domain": "f is not finite at x ± h for every step tried: x is on the edge of f's domain; check at an "
               "interior point",
     "unconfirmed": "autograd is outside the chosen estimate's allowance, but no independent estimate (a window "
@@ -55,7 +58,11 @@ def explain(report: CheckReport, reason: str) -> str:
     remedy = "make f deterministic (two calls at x differ: model.eval(), or a seed inside f)" \
         if report.nondeterminism else "check in float64" if report.dtype == "float32" else \
         "check at another point, or rescale f so that it does not vary on a scale near ε"
-    return REASONS[reason].format(resolution=report.resolution, remedy=remedy)
+    # float64's first step is ε^(1/7) of float32's: a kink that float32's steps cross, it need not.
+    finer = (machine_epsilon(torch.float32) / machine_epsilon(torch.float64)) ** (1 / 7)
+    kink_remedy = f"check in float64 (its steps start {finer:.0f} times finer)" if report.dtype == "float32" else \
+        "check at a point farther from the kink"
+    return REASONS[reason].format(resolution=report.resolution, remedy=remedy, kink_remedy=kink_remedy)
 
 
 def summary(report: CheckReport) -> str:
@@ -199,26 +206,35 @@ def message(report: CheckReport, limit: int = 3) -> str:
 
 
 def rounding_sized(report: CheckReport, wrong: list[Element]) -> str:
-    """Where every mismatch is as small as rounding leaves it, what would give it ("" otherwise): in a float64
-    check, float32's rounding (a backward that computes in float32); else rounding at the scale of the
-    Jacobian's largest entry (a backward that loses its small entries' precision to a cancellation). The
-    verdict stands: the values differ by more than the estimate allows."""
+    """Where every mismatch is as small as rounding leaves it, what would give it ("" otherwise): rounding at
+    the scale of the Jacobian's largest entry (a backward that loses its small entries' precision to a
+    cancellation), or of 1 where every entry is smaller (intermediates near 1); in a float64 check, float32's
+    rounding (a backward that computes in float32). The verdict stands: the values differ by more than the
+    estimate allows."""
     relative = [e.difference / abs(e.numerical) for e in wrong if e.numerical]
     float32 = machine_epsilon(torch.float32)
-    if report.dtype == "float64" and len(relative) == len(wrong) and max(relative) <= ROUNDINGS * float32:
-        return (f"Every difference is of float32's rounding (relative {min(relative):.2g} to {max(relative):.2g}; "
-                f"float32's ε is {float32:.3g}): a backward that computes in float32 (a .float(), a float32 "
-                f"constant or buffer) gives such differences; if it does not, the error is that small")
     eps = machine_epsilon(to_dtype(report.dtype))
+    in_float32 = report.dtype == "float64" and len(relative) == len(wrong) and max(relative) <= ROUNDINGS * float32
+    largest = max(e.difference for e in wrong)
     numerical = report.numerical[report.numerical.isfinite()]
     scale = float(numerical.abs().max()) if numerical.numel() else 0.0
-    largest = max(e.difference for e in wrong)
     if 0 < largest <= ROUNDINGS * eps * scale and max(relative, default=0.0) > ROUNDINGS * eps:
         return (f"Every difference is at most {largest / (eps * scale):.2g} ε of the Jacobian's largest entry "
                 f"({scale:.3g}): right to rounding at that scale, the backward loses the precision of its small "
                 f"entries (a cancellation, such as 1 − 1/(1 + eˣ) where eˣ is small); compute them accurately, or "
                 f"accept the loss with atol={ROUNDINGS * eps * scale:.2g} and an rtol for the other entries (atol "
                 f"alone leaves rtol 0, tighter than the estimate resolves)")
+    if largest <= ROUNDINGS * eps:  # and the Jacobian's entries are all smaller than 1
+        also = (f", and so does a backward that computes in float32 (relative differences {min(relative):.2g} to "
+                f"{max(relative):.2g}; float32's ε is {float32:.3g})") if in_float32 else ""
+        return (f"Every difference is at most {largest / eps:.2g} ε, the rounding of a quantity of size 1: a backward "
+                f"that computes the entry from intermediates near 1 (1 − sigmoid(−x), 1 − cos x) keeps only that "
+                f"absolute precision{also}; compute the entry directly (sigmoid(x)), or accept the loss with "
+                f"atol={ROUNDINGS * eps:.2g} and an rtol for the other entries (atol alone leaves rtol 0)")
+    if in_float32:
+        return (f"Every difference is of float32's rounding (relative {min(relative):.2g} to {max(relative):.2g}; "
+                f"float32's ε is {float32:.3g}): a backward that computes in float32 (a .float(), a float32 "
+                f"constant or buffer) gives such differences; if it does not, the error is that small")
     return ""
 
 

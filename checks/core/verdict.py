@@ -147,7 +147,7 @@ def reason(report: CheckReport, i: int, j: int) -> str:
         return ""
     autograd, numerical = float(report.autograd[i, j]), float(report.numerical[i, j])
     if report.kink[i, j]:
-        return "kink"
+        return "kink nearby" if report.unresolved[i, j] else "kink"
     if not math.isfinite(numerical):
         return "infinite" if autograd == numerical else "domain"
     if report.unstable[i, j]:

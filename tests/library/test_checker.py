@@ -83,6 +83,23 @@ def test_a_smooth_function_with_zero_curvature_is_not_a_kink() -> None:
     assert report.kinks == 0 and report.passed
 
 
+def test_a_smooth_function_whose_coarse_gaps_do_not_halve_is_not_a_kink() -> None:
+    # x·sin x in float32 at ±3.64: at the first steps (about 0.1 and 0.05) h·f'' is far from asymptotic and the
+    # gap fell by less than a quarter; from the next step on it halves, which a kink's gap would not.
+    x = torch.linspace(-4, 4, 401)[[18, 382]]
+    report = check_jacobian(lambda t: t * torch.sin(t), x)
+    assert report.kinks == 0 and report.passed, report.message()
+
+
+def test_a_kink_a_step_away_is_named_as_near_not_at_x() -> None:
+    # relu at -1e-3 in float32: the first steps (about 0.1) cross 0, the finest see f flat at 0.
+    report = check_jacobian(torch.relu, torch.tensor([-1e-3, 0.0]))
+    assert [e.reason for e in report.elements("inconclusive")] == ["kink nearby", "kink"]
+    assert "float64" in report.explain("kink nearby")
+    assert "float64" not in check_jacobian(torch.relu, torch.tensor([-1e-6, 0.0], dtype=torch.float64)).explain(
+        "kink nearby")
+
+
 def test_the_per_element_report_has_both_values_the_error_estimate_and_a_verdict() -> None:
     x = torch.tensor([0.2, -0.4], dtype=torch.float64)
     report = check_jacobian(scaled("exp", 1e-3), x)

@@ -55,6 +55,18 @@ def test_a_cancellation_in_the_backward_fails_with_a_hint_and_the_atol_it_sugges
     assert check_jacobian(SoftplusByCancellation, x, atol=atol).outcome == "inconclusive"
 
 
+def test_a_tiny_entry_computed_from_intermediates_near_one_gets_the_size_one_hint_and_its_atol_passes() -> None:
+    # softplus at -20 with the backward 1 - sigmoid(-x): the entry 2e-9 keeps an absolute error of ε·1 (from a
+    # fresh engineer's trial). The hint names that, and float32 as the other cause of such a relative size.
+    x = torch.tensor([-20.0], dtype=F64)
+    report = check_jacobian(SoftplusByCancellation, x)
+    assert report.outcome == "fail"
+    message = report.message()
+    assert "the rounding of a quantity of size 1" in message and "computes in float32" in message
+    atol = float(message.split("accept the loss with atol=")[1].split()[0])
+    assert check_jacobian(SoftplusByCancellation, x, atol=atol, rtol=1e-7).outcome == "pass"
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, F64])
 def test_a_wrong_factor_gets_no_rounding_hint(dtype: torch.dtype) -> None:
     report = check_jacobian(SineOnePercentOff, torch.tensor([0.3, 1.1], dtype=dtype))

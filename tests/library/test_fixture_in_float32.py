@@ -42,6 +42,12 @@ def test_float32_that_f_s_rounding_leaves_unjudged_skips_and_float64_passes() ->
     assert GradientCheck(torch.float64, "cpu")(TanhGELU.apply, gelu_points()).outcome == "pass"
 
 
+def test_float32_whose_steps_cross_a_kink_near_x_skips() -> None:
+    with pytest.raises(pytest.skip.Exception, match=r"float32 is too coarse(.|\n)*kink nearby"):
+        GradientCheck(torch.float32, "cpu")(torch.relu, torch.tensor([-1e-3, 1.0]))
+    assert GradientCheck(torch.float64, "cpu")(torch.relu, torch.tensor([-0.1, 1.0])).outcome == "pass"
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_a_kink_raises_in_either_dtype(dtype: torch.dtype) -> None:
     with pytest.raises(InconclusiveGradientError, match="kink"):

@@ -201,4 +201,4 @@ def test_round_in_float32_at_many_points_is_never_failed(seed: int) -> None:
     x = (torch.rand(20, generator=generator, dtype=F64) * 18 - 9).to(F32)
     report = check_jacobian(lambda t: torch.round(t, decimals=3), x)
     assert report.outcome != "fail", report.message()
-    assert {e.reason for e in report.elements() if e.verdict == "inconclusive"} <= {"unstable", "kink"}
+    assert {e.reason for e in report.elements() if e.verdict == "inconclusive"} <= {"unstable", "kink", "kink nearby"}

@@ -98,6 +98,21 @@ def test_nondet_tol_allows_a_nondeterministic_backward() -> None:
     assert tolerant.outcome == "pass" and check(tolerant, "reentrant").outcome == "pass"
 
 
+def test_nondet_tol_widens_every_element_s_allowance_as_it_lets_two_backward_passes_differ() -> None:
+    # A backward off by a random 1e-9 relative (above the estimate's allowance, as gradcheck's fixed atol is not):
+    # with nondet_tol=1e-6 autograd's value is known to 1e-6 alone, and the check passes, as gradcheck does.
+    class Noisier(Noisy):
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2 * (1 + 1e-9 * torch.rand_like(grad))
+
+    strict = check_jacobian(Noisier.apply, x())
+    assert strict.outcome == "fail" and strict.mismatch.any() and check(strict, "reentrant").outcome == "fail"
+    tolerant = check_jacobian(Noisier.apply, x(), nondet_tol=1e-6)
+    assert tolerant.outcome == "pass", tolerant.message()
+    assert float((tolerant.allowed - strict.allowed).min()) >= 1e-6 * (1 - 1e-12)
+
+
 class SumOfSquares(torch.autograd.Function):
     """(x²).sum(); `ignores_grad` plants a backward that returns 2x without multiplying by grad_output: right
     for the scalar output's grad_output of 1, so its Jacobian check passes."""
