@@ -28,6 +28,7 @@ estimate's allowance) / |estimate|.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -45,7 +46,7 @@ from .properties import Graph, unmutated
 from .report import CheckReport
 from .signature import SecondOrder, Signature, function_name, parameter_names
 from .observers import notify
-from .validate import flag, integer, memory, number
+from .validate import flag, integer, memory, no_other_options, number
 
 Function = Callable[..., torch.Tensor]
 
@@ -65,6 +66,7 @@ def check_jacobian(
     names: Sequence[str] | None = None,
     fast: bool = False,
     grad_outputs: torch.Tensor | Sequence[torch.Tensor] | None = None,
+    **others: object,
 ) -> CheckReport:
     """Compare autograd's Jacobian of f at the inputs with an adaptive Richardson estimate.
 
@@ -106,7 +108,12 @@ def check_jacobian(
     grad_outputs -- order 2 only: the output gradient v, as gradgradcheck's grad_outputs: one tensor per
                   differentiable output of f, of its shape (cast to the inputs' dtype); None: drawn at
                   random from seed
+    others     -- none: an option of gradcheck's (eps=, raise_exception=, ...) is refused with what replaces it
     """
+    no_other_options(others, "check_jacobian")
+    if isinstance(mode, (tuple, list)):
+        raise CheckInputError(f"mode={mode!r}: a check compares one autograd mode; assert_gradients (and the "
+                              f"check_gradients fixture) take a tuple of modes and check each")
     if mode not in MODES:
         raise CheckInputError(f"mode={mode!r} is not an autograd mode; use one of {MODES}")
     integer(order, "order (1: the Jacobian; 2: second derivatives)", minimum=1, maximum=2)
@@ -201,17 +208,31 @@ class InconclusiveGradientError(AssertionError):
     per element, and what would settle it."""
 
 
-def assert_gradients(f: Function, *inputs: object, **options) -> CheckReport:
+def assert_gradients(f: Function, *inputs: object, **options) -> CheckReport | tuple[CheckReport, ...]:
     """Raise unless autograd's Jacobian of f at the inputs agrees with the numerical one: for test suites.
 
     GradientMismatchError (an AssertionError) names the gradient that is wrong ("the gradient with respect
     to input `b`") and each mismatched element by input and index, with both values, the difference and the
     allowance; InconclusiveGradientError (also an AssertionError) says which elements could not be judged
     and why. Options as for check_jacobian (atol=, rtol=, mode=, order=, sample=, ...). Returns the report
-    on a pass.
+    on a pass. mode=("reverse", "forward") checks both modes in one call (gradcheck's check_forward_ad=True
+    beside its backward check): one check per mode, in that order, each with its own estimate, raising for
+    the first that does not pass; returns their reports.
     """
     __tracebackhide__ = True  # pytest shows the message, not this frame
-    return raise_unless_passed(check_jacobian(f, *inputs, **options))
+    return each_mode(functools.partial(check_jacobian, f, *inputs), raise_unless_passed, options)
+
+
+def each_mode(check: Callable[..., CheckReport], settle: Callable[[CheckReport], CheckReport],
+              options: dict[str, object]) -> CheckReport | tuple[CheckReport, ...]:
+    """settle(check(**options)), once per mode where mode= is a tuple of modes (their reports, in order)."""
+    __tracebackhide__ = True
+    modes = options.get("mode", "reverse")
+    if not isinstance(modes, (tuple, list)):
+        return settle(check(**options))
+    if not modes or len(set(modes)) != len(modes) or not set(modes) <= set(MODES):
+        raise CheckInputError(f"mode={modes!r}: give each autograd mode at most once, from {MODES}")
+    return tuple(settle(check(**{**options, "mode": mode})) for mode in modes)
 
 
 def check_module(module: torch.nn.Module, loss: Callable[[torch.Tensor], torch.Tensor], *args: object,
@@ -251,10 +272,11 @@ def check_module(module: torch.nn.Module, loss: Callable[[torch.Tensor], torch.T
 
 
 def assert_module_gradients(module: torch.nn.Module, loss: Callable[[torch.Tensor], torch.Tensor],
-                            *args: object, **options) -> CheckReport:
-    """assert_gradients for a module's parameters and inputs: check_module, raising as assert_gradients does."""
+                            *args: object, **options) -> CheckReport | tuple[CheckReport, ...]:
+    """assert_gradients for a module's parameters and inputs: check_module, raising as assert_gradients does
+    (a tuple of modes too)."""
     __tracebackhide__ = True
-    return raise_unless_passed(check_module(module, loss, *args, **options))
+    return each_mode(functools.partial(check_module, module, loss, *args), raise_unless_passed, options)
 
 
 def raise_unless_passed(report: CheckReport) -> CheckReport:

@@ -10,13 +10,14 @@ unconfirmed mismatch) raises as assert_gradients does: another point settles it,
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 
 import torch
 
 import pytest
 
-from .checker import CheckReport, check_jacobian, check_module, raise_unless_passed
+from .checker import CheckReport, check_jacobian, check_module, each_mode, raise_unless_passed
 from .errors import CheckInputError
 
 # A complex argument is checked in the complex dtype of the run's real one.
@@ -42,18 +43,21 @@ class GradientCheck:
             return value.detach().to(device=self.device, dtype=self.dtype).requires_grad_(value.requires_grad)
         return value.to(self.device)
 
-    def __call__(self, f: Callable[..., object], *inputs: object, **options: object) -> CheckReport:
+    def __call__(self, f: Callable[..., object], *inputs: object, **options: object
+                 ) -> CheckReport | tuple[CheckReport, ...]:
         __tracebackhide__ = True  # pytest shows the message, not this frame
-        return self._settled(check_jacobian(f, *[self.to(value) for value in inputs], **options))
+        moved = [self.to(value) for value in inputs]
+        return each_mode(functools.partial(check_jacobian, f, *moved), self._settled, options)
 
     def module(self, module: torch.nn.Module, loss: Callable[[torch.Tensor], torch.Tensor], *args: object,
-               **options: object) -> CheckReport:
+               **options: object) -> CheckReport | tuple[CheckReport, ...]:
         """assert_module_gradients of a copy of the module in this run's dtype and on its device."""
         __tracebackhide__ = True
         if not isinstance(module, torch.nn.Module):
             raise CheckInputError(f"module must be a torch.nn.Module, got {type(module).__name__}")
         moved = copy.deepcopy(module).to(device=self.device, dtype=self.dtype)
-        return self._settled(check_module(moved, loss, *[self.to(value) for value in args], **options))
+        given = [self.to(value) for value in args]
+        return each_mode(functools.partial(check_module, moved, loss, *given), self._settled, options)
 
     def _settled(self, report: CheckReport) -> CheckReport:
         """The report of a pass; a skip where float32 alone left elements unjudged; else raise as

@@ -49,6 +49,13 @@ FAILURES = {
     "undefined tangents": "The forward-mode derivative mishandles undefined tangents",
     "batched": "Batched gradients differ from one at a time",
 }
+# A check whose run raised, as a message's headline.
+RAISED = {
+    "reentrant": "The backward cannot run twice over one graph",
+    "undefined output gradients": "The backward fails on undefined output gradients",
+    "undefined tangents": "The forward-mode derivative fails on undefined tangents",
+    "batched": "Gradients cannot be batched",
+}
 
 
 class Checked(Protocol):
@@ -123,7 +130,7 @@ class PropertyCheck:
         if self.outcome == "pass":
             return []
         if self.error:
-            return [f"{self.failure}: {self.compared} raised {self.error}"]
+            return [f"{RAISED.get(self.name, self.failure)}: {self.compared} raised {self.error}"]
         wrong = [e for e in self.elements() if e.verdict == "fail"]
         by_argument = dict.fromkeys(e.argument for e in wrong)
         lines = [f"{self.failure}: {self.compared} differ at {len(wrong)} of {self.observed.numel()} "

@@ -274,6 +274,8 @@ class Signature:
                 raise NaNInputError(f"input `{name}` contains NaN or infinity: {sparse.shown(x)}")
         if not any(_differentiable(x) for x in inputs):
             reasons = [f"`{name}` must be a tensor (torch.tensor(...)), got {type(x).__name__}"
+                       + (": pass the inputs one by one, check_jacobian(f, *inputs), where gradcheck takes them as "
+                          "one tuple" if isinstance(x, (tuple, list)) and any(map(_differentiable, x)) else "")
                        if not isinstance(x, torch.Tensor) else
                        f"`{name}` has dtype {dtype_name(x.dtype)}, which has no gradient"
                        for name, x in zip(self.names, inputs)]

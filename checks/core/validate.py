@@ -85,3 +85,33 @@ def memory(size: int, what: str, remedy: str) -> None:
     if size > MEMORY_LIMIT_BYTES:
         raise CheckInputError(f"{what} would allocate {size / 1e9:.1f} GB (more than the "
                               f"{MEMORY_LIMIT_BYTES / 1e9:.1f} GB allowed at once); {remedy}")
+
+
+# gradcheck's and gradgradcheck's options that check_jacobian does not take, and what takes their place (the
+# API page's "Coming from gradcheck" table, in brief).
+FROM_GRADCHECK = {
+    "eps": "there is no single step: each element's steps adapt from ε^(1/7)·max(|x_j|, 1) downward",
+    "raise_exception": "check_jacobian returns a report (true for a pass only); assert_gradients raises",
+    "check_forward_ad": "pass mode=\"forward\" (or mode=(\"reverse\", \"forward\") to assert_gradients)",
+    "check_backward_ad": "pass mode=\"reverse\", the default",
+    "check_batched_forward_grad": "pass check_batched_grad=True with mode=\"forward\"",
+    "check_grad_dtypes": "nothing to ask: a backward computed in another dtype fails the comparison",
+    "fast_mode": "pass fast=True",
+    "masked": "a sparse COO input is checked at its specified elements, as masked=True checks it",
+    "check_rev_over_rev": "pass order=2 with mode=\"reverse\"",
+    "check_fwd_over_rev": "pass order=2 with mode=\"forward\"",
+    "gen_non_contig_grad_outputs": "not offered",
+}
+
+
+def no_other_options(options: dict[str, object], function: str) -> None:
+    """Refuse keyword arguments a function does not take, naming what replaces gradcheck's."""
+    if not options:
+        return
+    name = next(iter(options))
+    replacement = FROM_GRADCHECK.get(name)
+    if replacement is None:
+        raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")  # as Python says it
+    raise CheckInputError(f"{name}= is gradcheck's option, not {function}'s: {replacement} (the API page's "
+                          f"'Coming from gradcheck' maps every option)")
+

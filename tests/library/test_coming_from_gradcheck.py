@@ -8,7 +8,7 @@ import inspect
 import pytest
 import torch
 
-from checks import check_jacobian
+from checks import CheckInputError, GradientMismatchError, assert_gradients, check_jacobian
 from checks.teaching.mutants import mutant
 
 F64 = torch.float64
@@ -78,3 +78,54 @@ def test_a_report_is_true_for_a_pass_only_as_gradcheck_s_boolean() -> None:
     assert bool(check_jacobian(torch.sin, x))
     assert not check_jacobian(SineOnePercentOff, x)
     assert not check_jacobian(torch.abs, torch.tensor([0.0, 1.0], dtype=F64))  # inconclusive at the kink
+
+
+@pytest.mark.parametrize("name, replacement", [("eps", "steps adapt"), ("raise_exception", "assert_gradients raises"),
+                                               ("fast_mode", "fast=True"), ("check_forward_ad", 'mode="forward"')])
+def test_an_option_of_gradcheck_is_refused_with_what_replaces_it(name: str, replacement: str) -> None:
+    with pytest.raises(CheckInputError, match=f"{name}= is gradcheck's option.*{replacement}"):
+        check_jacobian(torch.sin, torch.ones(2, dtype=F64), **{name: True})
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        check_jacobian(torch.sin, torch.ones(2, dtype=F64), bogus=True)
+
+
+def test_inputs_passed_as_gradcheck_s_tuple_are_told_to_be_unpacked() -> None:
+    with pytest.raises(CheckInputError, match=r"one by one, check_jacobian\(f, \*inputs\)"):
+        check_jacobian(torch.mul, (torch.ones(2, dtype=F64), torch.ones(2, dtype=F64)))
+
+
+def test_both_autograd_modes_in_one_call_as_check_forward_ad() -> None:
+    reverse, forward = assert_gradients(torch.sin, torch.ones(2, dtype=F64), mode=("reverse", "forward"))
+    assert (reverse.mode, forward.mode) == ("reverse", "forward")
+    # A wrong jvp with a right backward: the reverse check passes, the forward one raises.
+    with pytest.raises(GradientMismatchError, match="forward mode"):
+        assert_gradients(WrongJvp.apply, torch.ones(2, dtype=F64), mode=("reverse", "forward"))
+    with pytest.raises(CheckInputError, match="a check compares one autograd mode"):
+        check_jacobian(torch.sin, torch.ones(2, dtype=F64), mode=("reverse", "forward"))
+    with pytest.raises(CheckInputError, match="at most once"):
+        assert_gradients(torch.sin, torch.ones(2, dtype=F64), mode=("reverse", "reverse"))
+
+
+class WrongJvp(torch.autograd.Function):
+    @staticmethod
+    def forward(x):
+        return torch.sin(x)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.x = inputs[0]
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * torch.cos(ctx.x)
+
+    @staticmethod
+    def jvp(ctx, t):
+        return t * torch.cos(ctx.x) * 1.01
+
+
+def test_the_fixture_checks_both_modes_in_one_call_too() -> None:
+    from checks.core.gradient_check import GradientCheck
+
+    reports = GradientCheck(torch.float32, "cpu")(torch.sin, torch.ones(2, dtype=F64), mode=("reverse", "forward"))
+    assert [(r.mode, r.dtype) for r in reports] == [("reverse", "float32"), ("forward", "float32")]
