@@ -69,8 +69,15 @@ def add_autograd_floor(allowed: torch.Tensor, jacobian: torch.Tensor, numerical:
     not widen, or poison, the allowance of its row and column; nan_to_num would turn inf into the largest
     float). In numpy, a block of rows at a time: no table of the floor itself (see _finite)."""
     def maxima(t: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:  # per row (m, 1) and column (1, n)
-        size = np.nan_to_num(np.abs(t.numpy()), copy=False, nan=0.0, posinf=0.0)
-        return size.max(1, keepdims=True), size.max(0, keepdims=True)
+        # A block of rows at a time: |t| with its non-finite entries 0 stays in cache, not a table of its own.
+        table = t.numpy()
+        rows, columns = np.empty((table.shape[0], 1)), np.zeros((1, table.shape[1]))
+        for begin in range(0, table.shape[0], FLOOR_ROWS):
+            size = np.abs(table[begin:begin + FLOOR_ROWS])
+            size[~np.isfinite(size)] = 0.0
+            size.max(1, keepdims=True, out=rows[begin:begin + FLOOR_ROWS])
+            np.maximum(columns, size.max(0, keepdims=True), out=columns)
+        return rows, columns
 
     (rows, columns), (numerical_rows, numerical_columns) = maxima(jacobian), maxima(numerical)
     rows = np.maximum(rows, numerical_rows) * (safety * relative)

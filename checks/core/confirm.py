@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from .allowance import SAFETY, add_autograd_floor
-from .estimate import Search, _at
+from .estimate import Search, _at, nonzero
 from .verdict import difference as _difference, finite as _finite
 
 # For a smooth f the one-sided gap halves with the step (ratio 0.5, or 0.125 where f'' = 0); a kink keeps
@@ -54,7 +54,7 @@ class ConfirmingSearch(Search):
         apart) looks smooth there and flat below the stair: the finest window must see the same slope.
         The mismatched elements are held from here on, flat or not: their windows are compared below."""
         mismatch = mismatch.numpy().T  # (n, m)
-        column, output = np.nonzero(mismatch > 0)
+        column, output = nonzero(mismatch > 0)
         self._hold(column * self.m + output)
         columns = np.unique(column)
         # The smallest step at which the rounding allowance stays a quarter of the mismatch, per column: a
@@ -109,7 +109,7 @@ class ConfirmingSearch(Search):
         # Only autograd's non-zero elements can claim a change: the table is computed at those alone (a
         # diagonal Jacobian's n of its n², as the search holds only the elements that changed).
         autograd = jacobian.numpy()
-        rows, columns = np.nonzero(autograd)
+        rows, columns = nonzero(autograd != 0)
         values = np.abs(autograd[rows, columns])
         finite = np.isfinite(values)
         size = np.bincount(rows[finite], values[finite] * self.magnitude[columns[finite]], minlength=self.m)

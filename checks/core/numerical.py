@@ -371,9 +371,12 @@ class _Evaluator:
         end them with x itself (includes_x), which saves copying them to append it."""
         return self.reference is not None and self.batched
 
-    def __call__(self, points: torch.Tensor, *, complex_step: bool = False, includes_x: bool = False) -> torch.Tensor:
+    def __call__(self, points: torch.Tensor, *, complex_step: bool = False, includes_x: bool = False,
+                 native: bool = False) -> torch.Tensor:
         """f at each row of points (flattened inputs) as float64 rows (points, outputs). includes_x: the last
-        row is x itself, for the comparison with the plain f(x) (see wants_x); its value is not returned."""
+        row is x itself, for the comparison with the plain f(x) (see wants_x); its value is not returned.
+        native: in f's own (real) dtype instead, for a caller that converts only what it reads (float32 rows
+        of many points would cost a float64 copy of them all)."""
         points = points.reshape(-1, *self.shape)
         with torch.no_grad():
             outputs = self._batched(points, includes_x) if self.batched else None
@@ -399,7 +402,7 @@ class _Evaluator:
             return outputs.imag.to(torch.float64)
         if outputs.is_complex():
             raise CheckInputError("f(x) returned complex values for a real x; check a real-valued function")
-        return outputs.to(torch.float64)
+        return outputs if native else outputs.to(torch.float64)
 
     def _batched(self, points: torch.Tensor, includes_x: bool = False) -> torch.Tensor | None:
         reference, self.reference = self.reference, None  # compared once, on the first batch
