@@ -98,9 +98,9 @@ def where(report: CheckReport, element: Element) -> str:
     return f"input `{element.argument}`, element {element.index}, {report.output_label(element.output)}"
 
 
-def wrong_gradients(report: CheckReport) -> str:
+def wrong_gradients(report: CheckReport, how: str = "wrong") -> str:
     """The backward that is wrong, by input: "the gradient with respect to input `b` is wrong" ("" if
-    none)."""
+    none); how: what it is ("wrong", or "imprecise" where every difference is of rounding's size)."""
     wrong = list(dict.fromkeys(report.argument_of(int(j)).name for j in report.mismatch.any(0).nonzero()[:, 0]))
     if not wrong:
         return ""
@@ -108,9 +108,9 @@ def wrong_gradients(report: CheckReport) -> str:
     several = len(wrong) > 1
     if report.order == 2:
         return (f"the derivative{'s' * several} of the vector–Jacobian product with respect to "
-                f"input{'s' * several} {names} {'are' if several else 'is'} wrong (f's double backward)")
+                f"input{'s' * several} {names} {'are' if several else 'is'} {how} (f's double backward)")
     return (f"the gradient{'s' * several} with respect to input{'s' * several} {names} "
-            f"{'are' if several else 'is'} wrong")
+            f"{'are' if several else 'is'} {how}")
 
 
 def message(report: CheckReport, limit: int = 3) -> str:
@@ -127,16 +127,19 @@ def message(report: CheckReport, limit: int = 3) -> str:
         head["fail"] = "are close, but a property check failed!"
     what = "Gradients" if report.order == 1 else "Second derivatives"
     lines = [f"{what} of {signature} {head[report.outcome]} ({report.dtype}, {report.device})"]
+    nonfinite = [e for e in wrong if e.reason == "non-finite"]
+    finite = [e for e in wrong if e.reason != "non-finite"]
+    hint = rounding_sized(report, finite) if finite and not nonfinite else ""
     if wrong:
+        called = "imprecise: every difference is of rounding's size (below)" if hint else "wrong"
         lines.append(f"Mismatched elements: {len(wrong)} / {total} ({100 * len(wrong) / total:.1f}%): "
-                     f"{wrong_gradients(report)}")
+                     f"{wrong_gradients(report, called)}")
     if wrong and report.detached:
         names = " and ".join(f"`{name}`" for name in report.detached)
         lines.append(f"{names} {'does' if len(report.detached) == 1 else 'do'} not require grad: detached from the "
                      f"inputs inside f (.detach(), torch.no_grad, .item() or a numpy round trip), so autograd's "
                      f"gradient through it is 0 while f's value still changes with the inputs")
     # A NaN or inf has no difference to rank: such elements are listed first, on their own.
-    nonfinite = [e for e in wrong if e.reason == "non-finite"]
     if nonfinite:
         lines.append(f"Not finite: {len(nonfinite)} element{'s' * (len(nonfinite) > 1)} where autograd gave nan "
                      f"or inf and the estimate is finite:")
@@ -145,7 +148,6 @@ def message(report: CheckReport, limit: int = 3) -> str:
                          f"({e.numerical:.10g} ± {e.allowed:.2g})")
         if len(nonfinite) > limit:
             lines.append(f"  and {len(nonfinite) - limit} more")
-    finite = [e for e in wrong if e.reason != "non-finite"]
     if finite:
         def relative(e: Element) -> float:
             return e.difference / abs(e.numerical) if e.numerical else float("inf")
@@ -157,7 +159,6 @@ def message(report: CheckReport, limit: int = 3) -> str:
             f"Greatest relative difference: {relative(worst_relative):.3g} at {where(report, worst_relative)} "
             f"(up to {worst_relative.allowed / abs(worst_relative.numerical or 1):.3g} allowed)",
         ]
-        hint = rounding_sized(report, finite)
         if hint:
             lines.append(hint)
         # The worst first; the count of the rest is in the "Mismatched elements" line.
