@@ -133,10 +133,11 @@ class ConfirmingSearch(Search):
         return window
 
     def unchanged_at_finest(self) -> torch.Tensor:
-        """(m, n): the held elements f did not change at, at any step of their column's finest window."""
+        """(m, n): the held elements that f changed at some step, but at no step of their column's finest window
+        (flat beside x below some step: a kink or breakpoint between, or a change below f's rounding)."""
         finest = np.maximum(self.levels - 3, 0)[self.columns]
         elements = np.arange(self.keys.size)
-        found = np.ones(self.keys.size, dtype=bool)
+        found = self._changed()
         for level in range(3):  # NaN (a level not computed) is not 0: found only where all three were
             found &= (self.differences[finest + level, elements] == 0) & (self.gaps[finest + level, elements] == 0)
         return self._dense(found, False)
@@ -258,9 +259,12 @@ def confirm(search: ConfirmingSearch, jacobian: torch.Tensor, relative_noise: fl
         kink |= search.one_sided(search.chosen_window(), jacobian,
                                  torch.where(difference > allowed, difference, torch.zeros_like(difference)))
     kink &= ~domain
-    # A kink at coarse steps where f did not change at the finest is near x, not at it (clamp's bound a step's
-    # width away): f is flat beside x to its rounding, which resolves no slope there (a kink at x changes f at
-    # every step). Both marks stand: verdict.reason calls it "kink nearby".
-    unresolved |= kink & search.unchanged_at_finest()
+    # f changed at coarse steps and not at the finest: a kink lies near x, not at it (relu left of 0, clamp's
+    # bound, a step's width away), and f is flat beside x to its rounding, which resolves no slope there (a
+    # kink at x changes f at every step). Both marks, on a kink and on an element the coarse steps left
+    # unjudged (never on a mismatch: that is judged as it stands): verdict.reason calls it "kink nearby".
+    nearby = search.unchanged_at_finest() & (kink | (~converged & ~(difference > allowed)))
+    kink |= nearby
+    unresolved |= nearby
     return Evidence(numerical, allowed, converged & ~domain, kink, domain, unstable & ~domain, unconfirmed & ~domain,
                     unresolved, suspect)

@@ -2,10 +2,11 @@
 
 One difference from assert_gradients: a float32 run whose only unjudged elements are ones float32 is too
 coarse to settle is skipped with the message, not failed: reasons "imprecise" and "unresolved" (the
-estimate's uncertainty, or f's resolution, in float32) and "kink nearby" (a kink that float32's coarser
-steps cross, a step's width from x). f's own rounding, not the point or the gradient, stopped it, and a
-float64 run settles it. Every other inconclusive element (a kink at x, f's domain, an unstable or
-unconfirmed mismatch) raises as assert_gradients does: another point settles it, not another dtype."""
+estimate's uncertainty, or f's resolution, in float32), "tolerance" (the same uncertainty against an atol
+and rtol given) and "kink nearby" (a kink that float32's coarser steps cross, a step's width from x). f's
+own rounding, not the point or the gradient, stopped it, and a float64 run settles it. Every other
+inconclusive element (a kink at x, f's domain, an unstable or unconfirmed mismatch) raises as
+assert_gradients does: another point settles it, not another dtype."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from .errors import CheckInputError
 # A complex argument is checked in the complex dtype of the run's real one.
 COMPLEX = {torch.float32: torch.complex64, torch.float64: torch.complex128}
 # The reasons of an unjudged element that a float64 run settles (see checks.core.message.REASONS).
-PRECISION = frozenset({"imprecise", "unresolved", "kink nearby"})
+PRECISION = frozenset({"imprecise", "unresolved", "kink nearby", "tolerance"})
 
 
 class GradientCheck:
@@ -47,7 +48,7 @@ class GradientCheck:
                  ) -> CheckReport | tuple[CheckReport, ...]:
         __tracebackhide__ = True  # pytest shows the message, not this frame
         moved = [self.to(value) for value in inputs]
-        return each_mode(functools.partial(check_jacobian, f, *moved), self._settled, options)
+        return each_mode(functools.partial(self._run, check_jacobian, f, *moved), self._settled, options)
 
     def module(self, module: torch.nn.Module, loss: Callable[[torch.Tensor], torch.Tensor], *args: object,
                **options: object) -> CheckReport | tuple[CheckReport, ...]:
@@ -57,7 +58,21 @@ class GradientCheck:
             raise CheckInputError(f"module must be a torch.nn.Module, got {type(module).__name__}")
         moved = copy.deepcopy(module).to(device=self.device, dtype=self.dtype)
         given = [self.to(value) for value in args]
-        return each_mode(functools.partial(check_module, moved, loss, *given), self._settled, options)
+        return each_mode(functools.partial(self._run, check_module, moved, loss, *given), self._settled, options)
+
+    def _run(self, check: Callable[..., CheckReport], *arguments: object, **options: object) -> CheckReport:
+        """check(*arguments, **options); a dtype clash inside f, named: the run moved the arguments alone."""
+        __tracebackhide__ = True
+        try:
+            return check(*arguments, **options)
+        except RuntimeError as error:
+            said = str(error)
+            if "dtype" not in said and "scalar type" not in said:
+                raise
+            raise CheckInputError(
+                f"f raised in the {self.dtype} run: {said.strip().splitlines()[0]}. check_gradients moves the "
+                f"arguments to the run's dtype; a tensor f holds of its own (a closure's constant, a global) stays "
+                f"as it was made: build it with the grad_dtype fixture, or pass it to f as an argument") from error
 
     def _settled(self, report: CheckReport) -> CheckReport:
         """The report of a pass; a skip where float32 alone left elements unjudged; else raise as

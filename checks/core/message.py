@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .dtypes import to_dtype
-from .numerical import machine_epsilon
+from .numerical import default_step, machine_epsilon
 
 if TYPE_CHECKING:
     from .report import CheckReport, Element
@@ -30,9 +30,9 @@ REASONS = {
                 "quotient can confirm; check at another point",
     "kink": "one-sided differences disagree at every step: f is not differentiable at x, or a kink lies "
             "within h of it; check at another point",
-    "kink nearby": "one-sided differences disagree at the coarser steps, and f did not change at the finest: "
-                   "a kink lies within the coarser steps of x but not at it, and f's change beside x is below "
-                   "its resolution there; {kink_remedy}",
+    "kink nearby": "f changed at the coarser steps and not at the finest: a kink or breakpoint lies between "
+                   "them, near x but not at it (relu just left of 0, a clamp's bound), or f's change at the fine "
+                   "steps is below its rounding; {kink_remedy}",
     "domain": "f is not finite at x ± h for every step tried: x is on the edge of f's domain; check at an "
               "interior point",
     "unconfirmed": "autograd is outside the chosen estimate's allowance, but no independent estimate (a window "
@@ -48,7 +48,8 @@ REASONS = {
     "imprecise": "the estimate's uncertainty (its error and f's rounding noise divided by the step) stays "
                  "above {resolution:g} of the entry's scale at every step tried; {remedy}",
     "tolerance": "the estimate's uncertainty is too large to tell whether autograd is within the atol and rtol "
-                 "given; loosen them, or {remedy}",
+                 "given; loosen them (an rtol alone allows nothing where the entry is near 0: add an atol), or "
+                 "{remedy}",
 }
 
 
@@ -60,8 +61,9 @@ def explain(report: CheckReport, reason: str) -> str:
         "check at another point, or rescale f so that it does not vary on a scale near ε"
     # float64's first step is ε^(1/7) of float32's: a kink that float32's steps cross, it need not.
     finer = (machine_epsilon(torch.float32) / machine_epsilon(torch.float64)) ** (1 / 7)
-    kink_remedy = f"check in float64 (its steps start {finer:.0f} times finer)" if report.dtype == "float32" else \
-        "check at a point farther from the kink"
+    steps = default_step("richardson", to_dtype(report.dtype), 3).h0
+    kink_remedy = (f"check in float64 (its steps start {finer:.0f} times finer)" if report.dtype == "float32" else
+                   f"check at a point farther from the kink: the first step is {steps:.2g}·max(|x|, 1)")
     return REASONS[reason].format(resolution=report.resolution, remedy=remedy, kink_remedy=kink_remedy)
 
 
@@ -117,6 +119,7 @@ def message(report: CheckReport, limit: int = 3) -> str:
     """A torch.testing.assert_close-style account: what differed, where, by how much, what was allowed;
     which gradient is wrong; the worst `limit` elements."""
     total = report.autograd.numel()
+    unit = "elements" if report.projections is None else "projections"
     signature = report.call or f"f({', '.join(a.name for a in report.arguments)})"
     how = f"{report.method} ({report.mode} mode)"
     elements = report.elements("fail", "inconclusive")
@@ -130,9 +133,10 @@ def message(report: CheckReport, limit: int = 3) -> str:
     nonfinite = [e for e in wrong if e.reason == "non-finite"]
     finite = [e for e in wrong if e.reason != "non-finite"]
     hint = rounding_sized(report, finite) if finite and not nonfinite else ""
+    conjugate = conjugated(finite) if finite and not nonfinite else ""
     if wrong:
         called = "imprecise: every difference is of rounding's size (below)" if hint else "wrong"
-        lines.append(f"Mismatched elements: {len(wrong)} / {total} ({100 * len(wrong) / total:.1f}%): "
+        lines.append(f"Mismatched {unit}: {len(wrong)} / {total} ({100 * len(wrong) / total:.1f}%): "
                      f"{wrong_gradients(report, called)}")
     if wrong and report.detached:
         names = " and ".join(f"`{name}`" for name in report.detached)
@@ -159,14 +163,13 @@ def message(report: CheckReport, limit: int = 3) -> str:
             f"Greatest relative difference: {relative(worst_relative):.3g} at {where(report, worst_relative)} "
             f"(up to {worst_relative.allowed / abs(worst_relative.numerical or 1):.3g} allowed)",
         ]
-        if hint:
-            lines.append(hint)
+        lines += filter(None, [hint, conjugate])
         # The worst first; the count of the rest is in the "Mismatched elements" line.
         for e in sorted(finite, key=lambda e: -e.difference / e.allowed if e.allowed else -math.inf)[:limit]:
             lines.append(f"  {where(report, e)}: autograd {e.autograd:.10g} vs numerical {e.numerical:.10g}, "
                          f"difference {e.difference:.3g} (up to {e.allowed:.3g} allowed)")
     if unsure:
-        lines.append(f"Elements not judged: {len(unsure)} / {total}")
+        lines.append(f"{unit.capitalize()} not judged: {len(unsure)} / {total}")
         for reason in dict.fromkeys(e.reason for e in unsure):
             mine = [e for e in unsure if e.reason == reason]
             lines.append(f"  {reason}: {explain(report, reason)}")
@@ -187,7 +190,8 @@ def message(report: CheckReport, limit: int = 3) -> str:
                      f"op such as dropout draws anew, or a module in train mode changes its own state): the "
                      f"estimate compares f at nearby points, so that difference is its noise, which another dtype "
                      f"does not remove; check model.eval(), or fix the randomness inside f")
-    elif report.amplification > AMPLIFIED:
+    # Beside a clear failure (no mismatch of rounding's size) it explains nothing.
+    elif report.amplification > AMPLIFIED and (report.outcome != "fail" or hint):
         lines.append(f"f amplifies its own rounding: its noise, measured at x, is up to {report.amplification:.3g} × "
                      f"ε·(|f| + Σ|J||x|) (an ill-conditioned solve, or cancellation); the allowances include it")
     allowed = f"{report.safety:g} × (its error estimate + f's rounding noise / step)" if report.tolerance is None else \
@@ -237,6 +241,17 @@ def rounding_sized(report: CheckReport, wrong: list[Element]) -> str:
                 f"float32's ε is {float32:.3g}): a backward that computes in float32 (a .float(), a float32 "
                 f"constant or buffer) gives such differences; if it does not, the error is that small")
     return ""
+
+
+def conjugated(wrong: list[Element]) -> str:
+    """Where every mismatch is in a complex input's part and is the estimate with its sign flipped, the
+    conjugate's signature ("" otherwise)."""
+    parts = all(e.argument.endswith((".real", ".imag")) for e in wrong)
+    if not parts or not all(abs(e.autograd + e.numerical) <= e.allowed and e.numerical for e in wrong):
+        return ""
+    return ("Every mismatch is the estimate with its sign flipped, in a complex input's parts: the backward "
+            "returns the conjugate of the gradient PyTorch expects (a .conj() missing or extra; for a holomorphic "
+            "f, grad_input = grad_output · conj(f'(z)))")
 
 
 def held(report: CheckReport) -> str:

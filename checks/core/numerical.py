@@ -360,7 +360,9 @@ class _Evaluator:
         self.count = 0
         self.batched = vectorize is not False
         self.reference = reference if vectorize is None else None
-        self.note = ""  # why the points went one at a time, where vmap evaluated f wrongly
+        self.vmap_note = ""  # why the points went one at a time, where vmap evaluated f wrongly
+        # Points evaluated one at a time, how many of them f raised at, and the first error.
+        self.looped, self.raised, self.raised_first = 0, 0, ""
         # f(x) as the batched call computed it, float64 rows (set by the first batch when it compared; a batched
         # f can round otherwise than a plain call: a batched matrix product sums in another order).
         self.at_x: np.ndarray | None = None
@@ -382,7 +384,7 @@ class _Evaluator:
             outputs = self._batched(points, includes_x) if self.batched else None
             if outputs is None:
                 self.batched = False
-                outputs = torch.stack([self._one(point) for point in points])
+                outputs = self._looped(points)
                 self.count += includes_x  # x itself, evaluated in the loop
                 outputs = outputs[:-1] if includes_x else outputs
         rows = points.shape[0] - includes_x
@@ -423,12 +425,44 @@ class _Evaluator:
         if _same_up_to_rounding(outputs[-1], reference, self.x.dtype):
             self.at_x = outputs[-1].reshape(-1).to(torch.float64).cpu().numpy()
             return outputs[:-1]
-        self.note = ("torch.func.vmap evaluated f(x) differently from a plain call (a batching rule that does "
-                     "not hold for f); its points were evaluated one at a time")
+        self.vmap_note = ("torch.func.vmap evaluated f(x) differently from a plain call (a batching rule that "
+                          "does not hold for f); its points were evaluated one at a time")
         return None
+
+    @property
+    def note(self) -> str:
+        """What the report should say of the evaluation: vmap set aside, points where f raised ("" if nothing)."""
+        raised = (f"f raised at {self.raised} of {self.looped} points evaluated one at a time ({self.raised_first}): "
+                  f"they count as points where f is not finite") if self.raised else ""
+        return "; ".join(filter(None, [self.vmap_note, raised]))
 
     def _one(self, point: torch.Tensor) -> torch.Tensor:
         return self._tensor(self.f(point))
+
+    def _looped(self, points: torch.Tensor) -> torch.Tensor:
+        """f at each point, one at a time. Where f raises at a point for its values (a Cholesky factor of a
+        matrix the step made indefinite, a domain check), f is not defined there: its outputs are NaN, as
+        where f returns NaN, and the note says so. Where it raises at every point, the error is f's own."""
+        values: list[torch.Tensor | None] = []
+        failed: list[Exception] = []
+        for point in points:
+            try:
+                values.append(self._one(point))
+            except CheckInputError:
+                raise
+            except (RuntimeError, ValueError, ArithmeticError) as error:
+                values.append(None)
+                failed.append(error)
+        like = next((value for value in values if value is not None), None)
+        if like is None:
+            raise failed[0]
+        if failed:
+            lines = str(failed[0]).strip().splitlines()
+            self.raised_first = self.raised_first or f"{type(failed[0]).__name__}: {lines[0] if lines else ''}"
+        self.raised += len(failed)
+        self.looped += len(values)
+        nan = torch.full_like(like, float("nan"))
+        return torch.stack([nan if value is None else value for value in values])
 
     @staticmethod
     def _tensor(value: object) -> torch.Tensor:

@@ -90,6 +90,7 @@ def memory(size: int, what: str, remedy: str) -> None:
 # gradcheck's and gradgradcheck's options that check_jacobian does not take, and what takes their place (the
 # API page's "Coming from gradcheck" table, in brief).
 FROM_GRADCHECK = {
+    "inputs": "pass the inputs positionally, one by one: check_jacobian(f, *inputs)",
     "eps": "there is no single step: each element's steps adapt from ε^(1/7)·max(|x_j|, 1) downward",
     "raise_exception": "check_jacobian returns a report (true for a pass only); assert_gradients raises",
     "check_forward_ad": "pass mode=\"forward\" (or mode=(\"reverse\", \"forward\") to assert_gradients)",

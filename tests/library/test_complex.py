@@ -98,6 +98,7 @@ def test_a_backward_without_the_conjugation_fails_at_the_parts_it_gets_wrong(pla
                       for part, out in (("z.real", "output.imag"), ("z.imag", "output.real"))}
     with pytest.raises(GradientMismatchError, match="inputs `z.real` and `z.imag` are wrong"):
         assert_gradients(Square.apply, z(dtype))
+    assert "the conjugate of the gradient PyTorch expects" in report.message()
 
 
 def test_a_real_valued_function_of_z_with_the_wrong_wirtinger_derivative_fails(planted) -> None:

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from checks import InconclusiveGradientError
+from checks import CheckInputError, InconclusiveGradientError
 from checks.core.gradient_check import GradientCheck
 
 from .test_inputs_that_require_grad import Huber, points
@@ -59,3 +59,17 @@ def test_an_input_that_requires_grad_marks_the_checked_ones_through_the_fixture(
     prediction, target = points()
     report = GradientCheck(dtype, "cpu")(Huber.apply, prediction.requires_grad_(True), target)
     assert [a.name for a in report.arguments] == ["prediction"] and report.dtype == str(dtype).removeprefix("torch.")
+
+
+def test_a_float64_constant_inside_f_is_named_in_the_float32_run() -> None:
+    weight = torch.randn(3, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    GradientCheck(torch.float64, "cpu")(lambda x: torch.tanh(x @ weight), torch.ones(2, 3))
+    with pytest.raises(CheckInputError, match="float32 run.*a closure's constant.*grad_dtype"):
+        GradientCheck(torch.float32, "cpu")(lambda x: torch.tanh(x @ weight), torch.ones(2, 3))
+
+
+def test_a_tolerance_float32_cannot_settle_skips_the_float32_run() -> None:
+    # gradcheck's atol and rtol, ported: float32's estimate is too uncertain to place autograd inside them.
+    with pytest.raises(pytest.skip.Exception, match=r"float32 is too coarse(.|\n)*tolerance"):
+        GradientCheck(torch.float32, "cpu")(TanhGELU.apply, gelu_points(), atol=1e-5, rtol=1e-3)
+    assert GradientCheck(torch.float64, "cpu")(TanhGELU.apply, gelu_points(), atol=1e-5, rtol=1e-3).outcome == "pass"

@@ -202,3 +202,18 @@ def test_the_teaching_comparison_never_passes_a_non_finite_value_against_another
         assert result.abs_error == math.inf and result.rel_error == math.inf
     same = compare(torch.tensor([inf, 2.0], dtype=dtype), torch.tensor([inf, 2.0], dtype=dtype), tolerance)
     assert same.passed and same.abs_error == 0
+
+
+def test_f_raising_at_a_perturbed_point_counts_as_not_finite_there() -> None:
+    # As a Cholesky factor raises for a matrix the step made indefinite: the steps that cross 0 raise, the finer
+    # ones judge the element, and the note says how many points raised and what.
+    def guarded_sqrt(t):
+        if bool((t < 0).any()):
+            raise ValueError("sqrt of a negative number")
+        return torch.sqrt(t)
+
+    report = check_jacobian(guarded_sqrt, torch.tensor([1e-3, 4.0], dtype=torch.float64))
+    assert report.outcome == "pass", report.message()
+    assert "f raised at" in report.note and "ValueError: sqrt of a negative number" in report.note
+    with pytest.raises(ValueError, match="negative"):  # raising at x itself is f's own error
+        check_jacobian(guarded_sqrt, torch.tensor([-1.0], dtype=torch.float64))
