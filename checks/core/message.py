@@ -63,7 +63,8 @@ def explain(report: CheckReport, reason: str) -> str:
     finer = (machine_epsilon(torch.float32) / machine_epsilon(torch.float64)) ** (1 / 7)
     steps = default_step("richardson", to_dtype(report.dtype), 3).h0
     kink_remedy = (f"check in float64 (its steps start {finer:.0f} times finer)" if report.dtype == "float32" else
-                   f"check at a point farther from the kink: the first step is {steps:.2g}·max(|x|, 1)")
+                   f"check at a point farther from the kink than the first step, {steps:.2g}·max(|x|, 1), or pass "
+                   f"a max_step= below its distance")
     return REASONS[reason].format(resolution=report.resolution, remedy=remedy, kink_remedy=kink_remedy)
 
 

@@ -91,7 +91,8 @@ def memory(size: int, what: str, remedy: str) -> None:
 # API page's "Coming from gradcheck" table, in brief).
 FROM_GRADCHECK = {
     "inputs": "pass the inputs positionally, one by one: check_jacobian(f, *inputs)",
-    "eps": "there is no single step: each element's steps adapt from ε^(1/7)·max(|x_j|, 1) downward",
+    "eps": "there is no single step: each element's steps adapt from ε^(1/7)·max(|x_j|, 1) downward; max_step= "
+           "caps the first (to keep the steps from crossing a kink near the inputs)",
     "raise_exception": "check_jacobian returns a report (true for a pass only); assert_gradients raises",
     "check_forward_ad": "pass mode=\"forward\" (or mode=(\"reverse\", \"forward\") to assert_gradients)",
     "check_backward_ad": "pass mode=\"reverse\", the default",

@@ -203,3 +203,16 @@ def test_elements_can_be_asked_for_by_verdict_and_an_unknown_verdict_is_named() 
     assert report.elements("pass", "inconclusive") == [e for e in everything if e.verdict != "fail"]
     with pytest.raises(ValueError, match="unknown verdict.*'passed'"):
         report.elements("passed")
+
+
+def test_max_step_keeps_the_steps_from_crossing_a_kink_near_the_point() -> None:
+    x = torch.tensor([-1e-3, 2e-3, 0.5], dtype=torch.float64)
+    assert {e.reason for e in check_jacobian(torch.relu, x).elements("inconclusive")} == {"kink nearby"}
+    report = check_jacobian(torch.relu, x, max_step=1e-4)
+    assert report.outcome == "pass", report.message()
+    assert float(report.details()[1].max()) <= 1e-4  # every chosen window's steps within the cap
+    assert check_jacobian(torch.sin, x, max_step=1e-4).outcome == "pass"
+    with pytest.raises(CheckInputError, match="max_step=1e-13 leaves no room"):
+        check_jacobian(torch.relu, x, max_step=1e-13)
+    with pytest.raises(CheckInputError, match="max_step"):
+        check_jacobian(torch.relu, x, max_step=-1.0)
