@@ -171,8 +171,9 @@ def check_jacobian(
     if max_step is not None:
         floor = eps ** 0.75
         if max_step < 8 * floor:
-            raise CheckInputError(f"max_step={max_step:g} leaves no room for the estimate's steps in {dtype_name(x.dtype)}: "
-                                  f"they halve from it down to ε^(3/4) = {floor:.2g}; use at least {8 * floor:.2g}")
+            raise CheckInputError(f"max_step={max_step:g} leaves no room for the estimate's steps in "
+                                  f"{dtype_name(x.dtype)}: they halve from it down to ε^(3/4) = {floor:.2g}; use at "
+                                  f"least {8 * floor:.2g}")
         h0 = min(h0, max_step)
     evaluate = _Evaluator(checked.at_points, x, checked.vectorize, scalar=False, reference=value)
     # Fast mode settles for √ε: one batch of steps where the projection is smooth.

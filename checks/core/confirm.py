@@ -21,9 +21,12 @@ benchmarks/noise.py).
 
 A kink (relu or abs at 0, a clamp's bound) makes both numbers meaningless: one-sided differences D+ and D-
 disagree by the jump in slope at every step, whereas for a smooth f their gap h·f'' halves with the step.
-The gap |f(x + h) + f(x - h) - 2 f(x)| / h comes from the evaluations the estimate made anyway, at the first
-two steps of each column's chosen window (and of its finest, for a mismatch); it counts when it exceeds
-KINK_NOISE times the rounding noise of a one-sided difference, 2·noise_i/h.
+The gap |f(x + h) + f(x - h) - 2 f(x)| / h comes from the evaluations the estimate made anyway, at the three
+steps of each column's chosen window (and of its finest, for a mismatch): it must not halve from the first
+step to the second, where it exceeds KINK_NOISE times the rounding noise of a one-sided difference,
+2·noise_i/h, nor drop from the second to the third beyond the third's rounding (a smooth f far from its
+asymptotic h·f'' at coarse steps can fail one halving). Where f changed at coarse steps and not at the
+finest, the kink is near x, not at it ("kink nearby").
 """
 
 from __future__ import annotations
@@ -143,8 +146,8 @@ class ConfirmingSearch(Search):
         return self._dense(found, False)
 
     def kinks(self, window: np.ndarray) -> torch.Tensor:
-        """(m, n): at each column's window k, one-sided differences whose gap does not halve from step k to
-        step k + 1 (a smooth f: h·f'' halves; a kink: the jump in slope stays), above rounding noise. A
+        """(m, n): at each column's window k, one-sided differences whose gap does not halve over the window's
+        steps (a smooth f: h·f'' halves; a kink: the jump in slope stays), above rounding noise (_kinked). A
         flat element has no gap, and no kink."""
         return self._dense(self._kinked(window[self.columns]), False)
 
@@ -159,7 +162,8 @@ class ConfirmingSearch(Search):
         noise = 2 * self.noise()[self.rows]
         coarse, middle, fine = (self.gaps[mine + level, elements] for level in range(3))
         with np.errstate(invalid="ignore"):
-            kept = (middle > KINK_RATIO * coarse) & (middle > KINK_NOISE * noise / np.abs(self.h[mine + 1, self.columns]))
+            resolved = middle > KINK_NOISE * noise / np.abs(self.h[mine + 1, self.columns])
+            kept = (middle > KINK_RATIO * coarse) & resolved
             dropped = fine + 2 * noise / np.abs(self.h[mine + 2, self.columns]) < KINK_RATIO * middle
         return kept & ~dropped  # False where a level is missing
 
