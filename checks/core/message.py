@@ -208,6 +208,8 @@ def message(report: CheckReport, limit: int = 3) -> str:
     lines.append(f"Autograd by {how}; numerical by Richardson-extrapolated central differences at steps "
                  f"chosen per element ({int(report.levels.max())} steps tried at most), each element allowed "
                  f"{allowed}; {report.evaluations} evaluations of f.{held(report)}")
+    if report.note:  # a fallback, or points where f raised
+        lines.append(f"Note: {report.note}.")
     return "\n".join(lines)
 
 

@@ -215,5 +215,6 @@ def test_f_raising_at_a_perturbed_point_counts_as_not_finite_there() -> None:
     report = check_jacobian(guarded_sqrt, torch.tensor([1e-3, 4.0], dtype=torch.float64))
     assert report.outcome == "pass", report.message()
     assert "f raised at" in report.note and "ValueError: sqrt of a negative number" in report.note
+    assert report.note in report.message()
     with pytest.raises(ValueError, match="negative"):  # raising at x itself is f's own error
         check_jacobian(guarded_sqrt, torch.tensor([-1.0], dtype=torch.float64))
