@@ -145,6 +145,27 @@ class ConfirmingSearch(Search):
             found &= (self.differences[finest + level, elements] == 0) & (self.gaps[finest + level, elements] == 0)
         return self._dense(found, False)
 
+    def flat_side(self, nearby: torch.Tensor, jacobian: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Of the elements near a kink (nearby, (m, n)), those where autograd is 0 and f_i is exactly 0 at x and
+        on one whole side of it, at every step (relu just left of 0): the other side is flat too, from the
+        largest step h at which f changed on neither side down, so f's slope there is at most its rounding
+        over h, bounded by ε·max(|x_j|, 1)/h (x_j's scale enters f's intermediates: a cancellation can round a
+        small f to 0 near x, never on a whole side at every step). Returns them and that allowance (safety ×
+        it), (m, n). With f(x) = 0, one side unchanged is exactly gap = 2·|central difference|
+        (f(x - h)·f(x + h) = 0)."""
+        held = nearby.numpy()[self.rows, self.columns] & (jacobian.numpy()[self.rows, self.columns] == 0)
+        held &= (self.value[self.rows] == 0) & (self.measured[self.rows] == 0)
+        computed = np.isfinite(self.h[:, self.columns])
+        held &= ((self.gaps == 2 * np.abs(self.differences)) | ~computed).all(0)
+        unchanged = computed & (self.differences == 0) & (self.gaps == 0)  # (levels, elements)
+        largest = np.abs(self.h[unchanged.argmax(0), self.columns])  # the first level is the largest step
+        allowance = self.safety * (self.eps * self.size[self.columns] / largest + self.tiny)
+        # Judged as any element: the allowance small against the entry's scale (its row's and column's largest
+        # |J|, at least 1: x's scale sets the allowance's). float32's finest flat steps can be too coarse.
+        value = self._choose()[0]
+        held &= allowance <= self.resolution * np.maximum(self._reference(np.where(np.isfinite(value), value, 0)), 1)
+        return self._dense(held, False), self._dense(np.where(held, allowance, 0.0), 0.0)
+
     def kinks(self, window: np.ndarray) -> torch.Tensor:
         """(m, n): at each column's window k, one-sided differences whose gap does not halve over the window's
         steps (a smooth f: h·f'' halves; a kink: the jump in slope stays), above rounding noise (_kinked). A
@@ -268,6 +289,17 @@ def confirm(search: ConfirmingSearch, jacobian: torch.Tensor, relative_noise: fl
     # kink at x changes f at every step). Both marks, on a kink and on an element the coarse steps left
     # unjudged (never on a mismatch: that is judged as it stands): verdict.reason calls it "kink nearby".
     nearby = search.unchanged_at_finest() & (kink | (~converged & ~(difference > allowed)))
+    # Where f is exactly 0 on a whole side of x and beside it, and autograd says 0 (relu just left of 0), the
+    # finest steps do resolve a slope of 0: judged there.
+    flat, flat_allowed = search.flat_side(nearby, jacobian)
+    if bool(flat.any()):
+        numerical = torch.where(flat, torch.zeros_like(numerical), numerical)
+        allowed = torch.where(flat, flat_allowed, allowed)
+        difference = torch.where(flat, jacobian.abs(), difference)
+        converged = converged | flat
+        nearby &= ~flat
+        kink &= ~flat
+        unresolved &= ~flat
     kink |= nearby
     unresolved |= nearby
     return Evidence(numerical, allowed, converged & ~domain, kink, domain, unstable & ~domain, unconfirmed & ~domain,

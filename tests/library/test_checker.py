@@ -91,13 +91,30 @@ def test_a_smooth_function_whose_coarse_gaps_do_not_halve_is_not_a_kink() -> Non
     assert report.kinks == 0 and report.passed, report.message()
 
 
-def test_a_kink_a_step_away_is_named_as_near_not_at_x() -> None:
-    # relu at -1e-3 in float32: the first steps (about 0.1) cross 0, the finest see f flat at 0.
-    report = check_jacobian(torch.relu, torch.tensor([-1e-3, 0.0]))
+def clamped(t: torch.Tensor) -> torch.Tensor:
+    return t.clamp(min=-1.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_a_kink_a_step_away_is_named_as_near_not_at_x(dtype: torch.dtype) -> None:
+    # clamp 1e-3 beyond its bound: the first steps (0.0058 in float64, 0.1 in float32) cross it, the finest see
+    # f flat at -1; at the bound itself, a kink.
+    report = check_jacobian(clamped, torch.tensor([-1.001, -1.0], dtype=dtype))
     assert [e.reason for e in report.elements("inconclusive")] == ["kink nearby", "kink"]
-    assert "float64" in report.explain("kink nearby")
-    assert "float64" not in check_jacobian(torch.relu, torch.tensor([-1e-6, 0.0], dtype=torch.float64)).explain(
-        "kink nearby")
+    assert report.kinks == 1  # the summary counts the kink at x alone
+    assert ("float64" in report.explain("kink nearby")) == (dtype == torch.float32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_relu_just_left_of_its_kink_is_judged_on_its_flat_side(dtype: torch.dtype) -> None:
+    # f is exactly 0 at x and on the whole left side, and beside x on the right up to the kink: a slope of 0 is
+    # resolved there, to ε·max(|x|, 1) over the largest such step.
+    report = check_jacobian(torch.relu, torch.tensor([-1e-3, 2.0], dtype=dtype))
+    assert report.outcome == "pass", report.message()
+    assert float(report.allowed[0, 0]) < (1e-11 if dtype == torch.float64 else 1e-2)
+    # A backward that leaks a gradient onto the flat side is not passed there.
+    leaky = mutant(torch.relu, lambda x, g: g * (x > -0.01).to(g.dtype), "ReluLeakingLeft")
+    assert check_jacobian(leaky, torch.tensor([-1e-3, 2.0], dtype=dtype)).outcome != "pass"
 
 
 def test_the_per_element_report_has_both_values_the_error_estimate_and_a_verdict() -> None:
@@ -206,13 +223,13 @@ def test_elements_can_be_asked_for_by_verdict_and_an_unknown_verdict_is_named() 
 
 
 def test_max_step_keeps_the_steps_from_crossing_a_kink_near_the_point() -> None:
-    x = torch.tensor([-1e-3, 2e-3, 0.5], dtype=torch.float64)
-    assert {e.reason for e in check_jacobian(torch.relu, x).elements("inconclusive")} == {"kink nearby"}
-    report = check_jacobian(torch.relu, x, max_step=1e-4)
+    x = torch.tensor([-1.001, -0.998, 0.5], dtype=torch.float64)
+    assert {e.reason for e in check_jacobian(clamped, x).elements("inconclusive")} == {"kink nearby"}
+    report = check_jacobian(clamped, x, max_step=1e-4)
     assert report.outcome == "pass", report.message()
     assert float(report.details()[1].max()) <= 1e-4  # every chosen window's steps within the cap
     assert check_jacobian(torch.sin, x, max_step=1e-4).outcome == "pass"
     with pytest.raises(CheckInputError, match="max_step=1e-13 leaves no room"):
-        check_jacobian(torch.relu, x, max_step=1e-13)
+        check_jacobian(clamped, x, max_step=1e-13)
     with pytest.raises(CheckInputError, match="max_step"):
-        check_jacobian(torch.relu, x, max_step=-1.0)
+        check_jacobian(clamped, x, max_step=-1.0)

@@ -43,9 +43,13 @@ def test_float32_that_f_s_rounding_leaves_unjudged_skips_and_float64_passes() ->
 
 
 def test_float32_whose_steps_cross_a_kink_near_x_skips() -> None:
+    # clamp 0.01 beyond its bound: float32's first step, 0.1, crosses it; float64's, 0.0058, does not.
+    def clamped(t):
+        return t.clamp(min=-1.0)
+
     with pytest.raises(pytest.skip.Exception, match=r"float32 is too coarse(.|\n)*kink nearby"):
-        GradientCheck(torch.float32, "cpu")(torch.relu, torch.tensor([-1e-3, 1.0]))
-    assert GradientCheck(torch.float64, "cpu")(torch.relu, torch.tensor([-0.1, 1.0])).outcome == "pass"
+        GradientCheck(torch.float32, "cpu")(clamped, torch.tensor([-1.01, 1.0]))
+    assert GradientCheck(torch.float64, "cpu")(clamped, torch.tensor([-1.01, 1.0])).outcome == "pass"
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
