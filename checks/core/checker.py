@@ -38,6 +38,7 @@ import torch
 from .allowance import RESOLUTION, SAFETY, given_tolerance
 from .autograd import MODES, Mode, autograd_jacobian, derivative_properties, detached_outputs
 from .confirm import ConfirmingSearch, confirm
+from .estimate import FIRST_LEVELS, step_floor
 from .dtypes import dtype_name
 from .errors import CheckInputError, NaNInputError
 from .fast import Projection, projected_gradients
@@ -169,16 +170,17 @@ def check_jacobian(
     # where an element needs them.
     h0 = default_step("richardson", x.dtype, 3).h0
     if max_step is not None:
-        floor = eps ** 0.75
-        if max_step < 8 * floor:
+        # The first batch's steps, max_step down to max_step / 2^(FIRST_LEVELS - 1), stay above the floor.
+        least = 2 ** (FIRST_LEVELS - 1) * step_floor(eps)
+        if max_step < least:
             raise CheckInputError(f"max_step={max_step:g} leaves no room for the estimate's steps in "
-                                  f"{dtype_name(x.dtype)}: they halve from it down to ε^(3/4) = {floor:.2g}; use at "
-                                  f"least {8 * floor:.2g}")
+                                  f"{dtype_name(x.dtype)}: they halve from it down to ε^(3/4) = "
+                                  f"{step_floor(eps):.2g}; use at least {least:.2g}")
         h0 = min(h0, max_step)
     evaluate = _Evaluator(checked.at_points, x, checked.vectorize, scalar=False, reference=value)
-    # Fast mode settles for √ε: one batch of steps where the projection is smooth.
     # f's first call showed whether it changes its input in place (then the estimate's points are not reused).
     untouched = unmutated(first.names, first.before, first.after)
+    # Fast mode settles for √ε: one batch of steps where the projection is smooth.
     search = ConfirmingSearch(evaluate, x, value, h0, eps, tiny, SAFETY, RESOLUTION,
                               checked.rounding_scale if fast else None, math.sqrt(eps) if fast else None,
                               reuse_points=untouched.outcome == "pass")

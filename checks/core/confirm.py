@@ -140,9 +140,10 @@ class ConfirmingSearch(Search):
         (flat beside x below some step: a kink or breakpoint between, or a change below f's rounding)."""
         finest = np.maximum(self.levels - 3, 0)[self.columns]
         elements = np.arange(self.keys.size)
+        unchanged = self._unchanged()
         found = self._changed()
-        for level in range(3):  # NaN (a level not computed) is not 0: found only where all three were
-            found &= (self.differences[finest + level, elements] == 0) & (self.gaps[finest + level, elements] == 0)
+        for level in range(3):  # found only where all three levels were computed
+            found &= unchanged[finest + level, elements]
         return self._dense(found, False)
 
     def flat_side(self, nearby: torch.Tensor, jacobian: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -157,8 +158,7 @@ class ConfirmingSearch(Search):
         held &= (self.value[self.rows] == 0) & (self.measured[self.rows] == 0)
         computed = np.isfinite(self.h[:, self.columns])
         held &= ((self.gaps == 2 * np.abs(self.differences)) | ~computed).all(0)
-        unchanged = computed & (self.differences == 0) & (self.gaps == 0)  # (levels, elements)
-        largest = np.abs(self.h[unchanged.argmax(0), self.columns])  # the first level is the largest step
+        largest = np.abs(self.h[self._unchanged().argmax(0), self.columns])  # the first level, the largest step
         allowance = self.safety * (self.eps * self.size[self.columns] / largest + self.tiny)
         # Judged as any element: the allowance small against the entry's scale (its row's and column's largest
         # |J|, at least 1: x's scale sets the allowance's). float32's finest flat steps can be too coarse.
@@ -295,7 +295,6 @@ def confirm(search: ConfirmingSearch, jacobian: torch.Tensor, relative_noise: fl
     if bool(flat.any()):
         numerical = torch.where(flat, torch.zeros_like(numerical), numerical)
         allowed = torch.where(flat, flat_allowed, allowed)
-        difference = torch.where(flat, jacobian.abs(), difference)
         converged = converged | flat
         nearby &= ~flat
         kink &= ~flat

@@ -86,8 +86,7 @@ class Search:
         self.n, self.m = n, m
         self.size = np.maximum(self.magnitude, 1.0)
         self.h0 = h0
-        floor = eps ** 0.75
-        self.max_levels = max(FIRST_LEVELS, math.ceil(math.log2(h0 / floor)) + 1)
+        self.max_levels = max(FIRST_LEVELS, math.ceil(math.log2(h0 / step_floor(eps))) + 1)
         # The elements held, as keys column·m + output, sorted (so that a column's elements are contiguous,
         # from starts[j] to starts[j + 1]); per level (NaN where not computed) their central differences and
         # the gaps between one-sided differences |f(x + h) + f(x - h) - 2 f(x)| / h = |D+ - D-|, which the
@@ -394,10 +393,16 @@ class Search:
         exact_zero = (value == 0) & (uncertainty <= self.tiny * 2)
         return (self.safety * uncertainty <= resolution * self._reference(value)) | exact_zero
 
+    def _unchanged(self) -> np.ndarray:
+        """Per level and held element: the level was computed and f_i changed at neither x + h nor x - h (its
+        central difference and one-sided gap exactly 0), (levels, elements)."""
+        computed = np.isfinite(self.h[:, self.columns])
+        return computed & (self.differences == 0) & (self.gaps == 0)
+
     def _changed(self) -> np.ndarray:
         """Per held element: f_i changed at some step of its column (not flat: a mismatch can hold a flat one)."""
         computed = np.isfinite(self.h[:, self.columns])
-        return (((self.differences != 0) | (self.gaps != 0)) & computed).any(0)
+        return (computed & ~self._unchanged()).any(0)
 
     def _stop_judged_columns(self, level: int) -> None:
         """Stop a column once every element that changed is judged and either precise (uncertainty at most
@@ -475,6 +480,12 @@ class Search:
         first = self._first_windows()
         flat_value, _ = self._flat(first)
         return self._dense(error, flat_value), self._dense(finest, self.h[first + 2, np.arange(self.n)][None, :])
+
+
+def step_floor(eps: float) -> float:
+    """The finest relative step a column is taken to, ε^(3/4) (where f's rounding over the step, ε/h, is
+    ε^(1/4): below it a step resolves nothing a coarser one did not)."""
+    return eps ** 0.75
 
 
 def nonzero(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

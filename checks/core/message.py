@@ -59,13 +59,18 @@ def explain(report: CheckReport, reason: str) -> str:
     remedy = "make f deterministic (two calls at x differ: model.eval(), or a seed inside f)" \
         if report.nondeterminism else "check in float64" if report.dtype == "float32" else \
         "check at another point, or rescale f so that it does not vary on a scale near ε"
-    # float64's first step is ε^(1/7) of float32's: a kink that float32's steps cross, it need not.
-    finer = (machine_epsilon(torch.float32) / machine_epsilon(torch.float64)) ** (1 / 7)
-    steps = default_step("richardson", to_dtype(report.dtype), 3).h0
-    kink_remedy = (f"check in float64 (its steps start {finer:.0f} times finer)" if report.dtype == "float32" else
-                   f"check at a point farther from the kink than the first step, {steps:.2g}·max(|x|, 1), or pass "
-                   f"a max_step= below its distance")
+    kink_remedy = near_kink_remedy(report) if reason == "kink nearby" else ""
     return REASONS[reason].format(resolution=report.resolution, remedy=remedy, kink_remedy=kink_remedy)
+
+
+def near_kink_remedy(report: CheckReport) -> str:
+    """What settles a kink near x: float64's finer steps (they need not cross a kink float32's cross), or in
+    float64 a point farther from it or a smaller max_step."""
+    first = {dtype: default_step("richardson", dtype, 3).h0 for dtype in (torch.float32, torch.float64)}
+    if report.dtype == "float32":
+        return f"check in float64 (its steps start {first[torch.float32] / first[torch.float64]:.0f} times finer)"
+    return (f"check at a point farther from the kink than the first step, {first[to_dtype(report.dtype)]:.2g}·"
+            f"max(|x|, 1), or pass a max_step= below its distance")
 
 
 def summary(report: CheckReport) -> str:

@@ -275,8 +275,13 @@ def _cast(call: ast.Call, where: tuple[str, str], frame: FrameType) -> tuple[str
             if not (named.is_floating_point or named.is_complex):
                 return None
             dtype = dtype_name(named)
-        elif isinstance(named, (str, torch.device)):
-            device = torch.device(named).type
+        elif isinstance(named, torch.device):
+            device = named.type
+        elif isinstance(named, str):  # a device ("cuda:0"), or a tensor type's name for .type()
+            try:
+                device = torch.device(named).type
+            except RuntimeError:
+                return None
         elif isinstance(named, torch.Tensor):  # x.to(other): other's dtype and device
             dtype, device = dtype_name(named.dtype), named.device.type
         else:

@@ -505,3 +505,6 @@ def test_raises_reads_a_tensor_through_its_cast_in_the_casts_dtype() -> None:
     with checks.raises(RuntimeError, "plain: no cast"):
         torch.linalg.inv(x.reshape(1, 2))
     assert last().dtype == "float32"
+    with checks.raises(RuntimeError, "plain: cast by a type's name"):  # not a device: read as unknown
+        torch.linalg.inv(x.type("torch.DoubleTensor").reshape(1, 2))
+    assert last().verdict == "pass"
