@@ -5,7 +5,8 @@ check_jacobian runs the stages in order, each in a module named for it:
 1. signature: f as a function of one flat real vector (inputs checked, held fixed, sampled; order 2's
    vector–Jacobian product; fast mode's projections, checks.core.fast);
 2. autograd: autograd's Jacobian (reverse or forward mode) and the property checks of its derivatives;
-3. estimate: the adaptive Richardson search, evaluating f in batches (its noise probe beside);
+3. evaluate and estimate: f at batches of points (checks.core.evaluate); the adaptive Richardson search
+   (its noise probe beside);
 4. allowance: how far autograd may be from the estimate, per element;
 5. confirm: smaller steps and independent windows for a mismatch; the kink test;
 6. verdict: pass / fail / inconclusive per element and for the check (the one place it is decided);
@@ -38,11 +39,12 @@ import torch
 from .allowance import RESOLUTION, SAFETY, given_tolerance
 from .autograd import MODES, Mode, autograd_jacobian, derivative_properties, detached_outputs
 from .confirm import ConfirmingSearch, confirm
-from .estimate import FIRST_LEVELS, step_floor
+from .estimate import FIRST_LEVELS
+from .evaluate import Evaluator
 from .dtypes import dtype_name
 from .errors import CheckInputError, NaNInputError
 from .fast import Projection, projected_gradients
-from .numerical import _Evaluator, default_step, machine_epsilon, require_memory
+from .numerical import default_step, machine_epsilon, require_memory, step_floor
 from .properties import Graph, unmutated
 from .report import CheckReport
 from .signature import SecondOrder, Signature, function_name, parameter_names
@@ -177,7 +179,7 @@ def check_jacobian(
                                   f"{dtype_name(x.dtype)}: they halve from it down to ε^(3/4) = "
                                   f"{step_floor(eps):.2g}; use at least {least:.2g}")
         h0 = min(h0, max_step)
-    evaluate = _Evaluator(checked.at_points, x, checked.vectorize, scalar=False, reference=value)
+    evaluate = Evaluator(checked.at_points, x, checked.vectorize, scalar=False, reference=value)
     # f's first call showed whether it changes its input in place (then the estimate's points are not reused).
     untouched = unmutated(first.names, first.before, first.after)
     # Fast mode settles for √ε: one batch of steps where the projection is smooth.

@@ -37,7 +37,8 @@ import numpy as np
 import torch
 
 from .allowance import SAFETY, add_autograd_floor
-from .estimate import Search, _at, nonzero
+from .estimate import Search, _at
+from .indices import nonzero
 from .verdict import difference as _difference, finite as _finite
 
 # For a smooth f the one-sided gap halves with the step (ratio 0.5, or 0.125 where f'' = 0); a kink keeps

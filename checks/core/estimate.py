@@ -31,7 +31,9 @@ import math
 import numpy as np
 import torch
 
-from .numerical import _Evaluator, neville, noise_level
+from .evaluate import Evaluator
+from .indices import nonzero
+from .numerical import neville, noise_level, step_floor
 
 FIRST_LEVELS = 4
 # Steps per later batch, for the columns not settled by the first: a window's worth.
@@ -66,7 +68,7 @@ class Search:
     smaller steps (its rounding only grows), so it neither keeps its column searching nor stops it.
     """
 
-    def __init__(self, evaluate: _Evaluator, x: torch.Tensor, value: torch.Tensor, h0: float, eps: float,
+    def __init__(self, evaluate: Evaluator, x: torch.Tensor, value: torch.Tensor, h0: float, eps: float,
                  tiny: float, safety: float, resolution: float, base: np.ndarray | None = None,
                  precision: float | None = None, reuse_points: bool = True) -> None:
         """base: per output, the size of what it is computed from besides the Jacobian's share Σ_k |J_ik|·|x_k|
@@ -238,7 +240,7 @@ class Search:
         # One block of points: the extra points, x ± h e_j, and x itself where the evaluator compares its
         # batched f(x) with the plain one. Its rows are copies of x kept from chunk to chunk: only the entries
         # a chunk perturbs are written, and put back after it (writing every point whole costs as much as
-        # evaluating a cheap f at it).
+        # evaluating a cheap f at it). f's values stay in its dtype: only those read below become float64.
         with_x = self.evaluate.wants_x
         points = self._block(first + 2 * rows + with_x)
         points[:first] = extra
@@ -246,7 +248,6 @@ class Search:
         points[up, used] += h.astype(x.dtype)
         points[down, used] -= h.astype(x.dtype)
         try:
-            # In f's dtype: only the elements read below are converted to float64 (exactly).
             values = self.evaluate(torch.from_numpy(points).to(self.device), includes_x=with_x,
                                    native=True).cpu().numpy()
             if np.may_share_memory(values, points):  # f returned (a view of) its input
@@ -480,17 +481,6 @@ class Search:
         first = self._first_windows()
         flat_value, _ = self._flat(first)
         return self._dense(error, flat_value), self._dense(finest, self.h[first + 2, np.arange(self.n)][None, :])
-
-
-def step_floor(eps: float) -> float:
-    """The finest relative step a column is taken to, ε^(3/4) (where f's rounding over the step, ε/h, is
-    ε^(1/4): below it a step resolves nothing a coarser one did not)."""
-    return eps ** 0.75
-
-
-def nonzero(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """np.nonzero of a 2-D boolean table, in the same order: a flat table's is an order of magnitude faster."""
-    return np.divmod(np.flatnonzero(mask), mask.shape[1])
 
 
 @functools.lru_cache(maxsize=16)

@@ -1,4 +1,4 @@
-"""Flat positions to multi-indices, in plain Python.
+"""Flat positions to multi-indices, in plain Python; a table's non-zero positions, in numpy.
 
 torch.unravel_index gives the same indices, but it validates its arguments through torch.fx's symbolic
 shapes, whose first use imports sympy: about a quarter of a second in every kernel that checks anything,
@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 
 def unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
     """The multi-index of position `flat` in a row-major tensor of `shape` (() for a scalar)."""
@@ -20,3 +22,8 @@ def unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
         flat, position = divmod(flat, size)
         index.append(position)
     return tuple(reversed(index))
+
+
+def nonzero(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.nonzero of a 2-D boolean table, in the same order: a flat table's is an order of magnitude faster."""
+    return np.divmod(np.flatnonzero(mask), mask.shape[1])

@@ -337,7 +337,7 @@ class Signature:
     @property
     def vectorize(self) -> bool | None:
         """How the estimate evaluates f at many points: None, by torch.func.vmap where it can (see
-        numerical._Evaluator); False, one point at a time: vmap has no batching rule for building a sparse
+        evaluate.Evaluator); False, one point at a time: vmap has no batching rule for building a sparse
         tensor (it falls back to a loop, warning)."""
         return False if self._sparse else None
 
