@@ -208,6 +208,7 @@ def check_jacobian(
         note=note, dtype=dtype_name(x.dtype), device=x.device.type,
         arguments=arguments, output_shape=tuple(value.shape) if len(g.outputs) > 1 or fast else g.outputs[0].shape,
         evaluations=evaluations, seconds=time.perf_counter() - start, resolution=RESOLUTION,
+        first_step=h0,
         outputs=checked.outputs, skipped=g.skipped, call=g.call, order=order, seed=seed, tolerance=tolerance,
         properties=properties, detached=detached, projections=checked.projections if fast else None,
         nondeterminism=nondeterminism,

@@ -66,10 +66,10 @@ def explain(report: CheckReport, reason: str) -> str:
 def near_kink_remedy(report: CheckReport) -> str:
     """What settles a kink near x: float64's finer steps (they need not cross a kink float32's cross), or in
     float64 a point farther from it or a smaller max_step."""
-    first = {dtype: default_step("richardson", dtype, 3).h0 for dtype in (torch.float32, torch.float64)}
     if report.dtype == "float32":
-        return f"check in float64 (its steps start {first[torch.float32] / first[torch.float64]:.0f} times finer)"
-    return (f"check at a point farther from the kink than the first step, {first[to_dtype(report.dtype)]:.2g}·"
+        finer = default_step("richardson", torch.float32, 3).h0 / default_step("richardson", torch.float64, 3).h0
+        return f"check in float64 (its steps start {finer:.0f} times finer)"
+    return (f"check at a point farther from the kink than the first step, {report.first_step:.2g}·"
             f"max(|x|, 1), or pass a max_step= below its distance")
 
 

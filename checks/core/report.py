@@ -68,6 +68,7 @@ class CheckReport:
     steps        -- per element, the finest step of the chosen window (built when first read)
     details      -- builds error and steps: for a large Jacobian each table costs what an evaluation of f does
     levels       -- per column, how many steps were tried (FIRST_LEVELS, 4, for a smooth f: the first batch)
+    first_step   -- the first step, relative to max(|x_j|, 1): ε^(1/7), or max_step where that is smaller
     kink, domain, unstable, unconfirmed, unresolved, converged -- per element: a kink found; no finite
                     estimate at any step; a mismatch that a window at smaller steps contradicts; a mismatch no
                     independent window confirms; f unchanged at every step where autograd's value is below f's
@@ -125,6 +126,7 @@ class CheckReport:
     evaluations: int
     seconds: float
     resolution: float
+    first_step: float
     outputs: tuple[Argument, ...] = ()
     skipped: tuple[Skipped, ...] = ()
     call: str = ""

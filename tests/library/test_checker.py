@@ -229,6 +229,9 @@ def test_max_step_keeps_the_steps_from_crossing_a_kink_near_the_point() -> None:
     assert report.outcome == "pass", report.message()
     assert float(report.details()[1].max()) <= 1e-4  # every chosen window's steps within the cap
     assert check_jacobian(torch.sin, x, max_step=1e-4).outcome == "pass"
+    # A cap that still crosses the kink: the advice names the first step the check took, not the default.
+    capped = check_jacobian(clamped, torch.tensor([-1.0004], dtype=torch.float64), max_step=1e-3)
+    assert "first step, 0.001·max" in capped.explain("kink nearby")
     with pytest.raises(CheckInputError, match="max_step=1e-13 leaves no room"):
         check_jacobian(clamped, x, max_step=1e-13)
     with pytest.raises(CheckInputError, match="max_step"):
