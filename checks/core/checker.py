@@ -179,7 +179,8 @@ def check_jacobian(
                                   f"{dtype_name(x.dtype)}: they halve from it down to ε^(3/4) = "
                                   f"{step_floor(eps):.2g}; use at least {least:.2g}")
         h0 = min(h0, max_step)
-    evaluate = Evaluator(checked.at_points, x, checked.vectorize, scalar=False, reference=value)
+    evaluate = Evaluator(checked.at_points, x, checked.vectorize, scalar=False, reference=value,
+                         reference_size=checked.reference_size if fast else None)
     # f's first call showed whether it changes its input in place (then the estimate's points are not reused).
     untouched = unmutated(first.names, first.before, first.after)
     # Fast mode settles for √ε: one batch of steps where the projection is smooth.

@@ -18,10 +18,12 @@ class Evaluator:
     """Evaluates f at a batch of points (rows), counting evaluations; vmap first unless told otherwise."""
 
     def __init__(self, f: Function, x: torch.Tensor, vectorize: bool | None, *, scalar: bool,
-                 reference: torch.Tensor | None = None) -> None:
+                 reference: torch.Tensor | None = None, reference_size: float | None = None) -> None:
         """reference: f(x) from a plain call, where the caller has it. With vectorize=None the first batched
         call then evaluates x too and compares: a batching rule that does not hold for f (torch.roll without
-        dims rolls the batch) gives another point's value, and every point goes one at a time instead."""
+        dims rolls the batch) gives another point's value, and every point goes one at a time instead.
+        reference_size: the size of what f(x)'s values are summed from, for the rounding by which a batched
+        call may differ (default their largest |value|; a projection's sum can cancel far below its terms)."""
         if not callable(f):
             raise CheckInputError(f"f must be a function of a tensor, got {type(f).__name__}")
         self.f = f
@@ -32,6 +34,7 @@ class Evaluator:
         self.count = 0
         self.batched = vectorize is not False
         self.reference = reference if vectorize is None else None
+        self.reference_size = reference_size
         self.vmap_note = ""  # why the points went one at a time, where vmap evaluated f wrongly
         # Points evaluated one at a time, how many of them f raised at, and the first error.
         self.looped, self.raised, self.raised_first = 0, 0, ""
@@ -94,7 +97,7 @@ class Evaluator:
         if reference is None:
             return outputs[:-1] if includes_x else outputs
         self.count += 1  # x itself
-        if _same_up_to_rounding(outputs[-1], reference, self.x.dtype):
+        if _same_up_to_rounding(outputs[-1], reference, self.x.dtype, self.reference_size):
             self.at_x = outputs[-1].reshape(-1).to(torch.float64).cpu().numpy()
             return outputs[:-1]
         self.vmap_note = ("torch.func.vmap evaluated f(x) differently from a plain call (a batching rule that "
@@ -143,12 +146,13 @@ class Evaluator:
         return value
 
 
-def _same_up_to_rounding(batched: torch.Tensor, plain: torch.Tensor, dtype: torch.dtype) -> bool:
-    """A batched f(x) equals the plain one up to rounding in x's dtype (a batched reduction may round
-    otherwise)."""
+def _same_up_to_rounding(batched: torch.Tensor, plain: torch.Tensor, dtype: torch.dtype,
+                         size: float | None) -> bool:
+    """A batched f(x) equals the plain one up to rounding in x's dtype, of values of the given size (a batched
+    reduction may round otherwise)."""
     batched, plain = batched.reshape(-1).to(torch.float64), plain.reshape(-1).to(torch.float64)
     if batched.shape != plain.shape:
         return False
     info = torch.finfo(dtype)
-    allowed = 16 * info.eps * float(plain.abs().max()) + info.tiny
+    allowed = 16 * info.eps * (float(plain.abs().max()) if size is None else size) + info.tiny
     return bool(((batched - plain).abs() <= allowed).all())

@@ -86,6 +86,9 @@ class Projection:
         self.value = value @ self._v
         # The size of what each projection is summed from: its share of f's rounding.
         self.rounding_scale = ((value ** 2) @ (self._v ** 2)).sqrt().cpu().numpy()
+        # f's outputs each rounded otherwise by as much as their largest |value| (a batched call of f) move
+        # a projection by at most that times its ‖v‖₁.
+        self.reference_size = float(value.abs().max()) * float(self._v.abs().sum(0).max()) if value.numel() else 0.0
 
     def __call__(self, s: torch.Tensor) -> torch.Tensor:
         # The point is made for this call alone: f needs no copy of it.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from checks import GradientMismatchError, assert_gradients, check_jacobian
+from checks import GradientMismatchError, assert_gradients, check_jacobian, check_module
 from checks.teaching.mutants import mutant
 
 DTYPES = [torch.float64, torch.float32]
@@ -78,6 +78,19 @@ def test_its_evaluations_do_not_grow_with_the_input() -> None:
     large = check_jacobian(torch.nn.functional.silu, torch.linspace(-3, 3, 4096, dtype=torch.float64), fast=True)
     assert small.outcome == large.outcome == "pass"
     assert large.evaluations <= 2 * small.evaluations < 100
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=NAMES.get)
+def test_vmap_is_kept_where_it_rounds_otherwise_and_set_aside_where_it_is_wrong(dtype: torch.dtype) -> None:
+    # A batched matrix product sums in another order than a plain one; a projection sums 512 such outputs,
+    # which can cancel far below their size: that rounding is no wrong batching rule.
+    torch.manual_seed(0)
+    module = torch.nn.Linear(64, 64).to(dtype)
+    report = check_module(module, lambda y: y, torch.randn(8, 64, dtype=dtype), fast=True)
+    assert report.outcome == "pass" and report.note == ""
+    # vmap of torch.roll without dims rolls the batch: another point's value, caught in fast mode too.
+    rolled = check_jacobian(lambda t: torch.roll(t, 2), torch.tensor(-4.827, dtype=dtype), fast=True)
+    assert rolled.outcome == "pass" and "vmap" in rolled.note
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=NAMES.get)
