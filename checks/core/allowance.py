@@ -21,12 +21,14 @@ The allowance of element (i, j):
   exactly (an ill-conditioned inverse can give the same, wrong, central difference at several consecutive
   halved steps, so that the windows agree and the error estimate is 0); the probe's points share no such
   ratios.
-- ρ·max(|J| in row, column): autograd's own rounding, and the estimate's share of f's relative noise.
-  ρ = ε·max(1, A), A the largest ratio over the outputs of measured noise to ε·scale_i (the report's
-  amplification). An entry computed as 1e-17 where f does not depend on x_j at all is rounding, not a bug;
+- ρ_i·max(|J| in row, column): autograd's own rounding, and the estimate's share of f's relative noise.
+  ρ_i = ε·max(1, A_i), A_i the ratio of f_i's measured noise to ε·scale_i (the report's amplification is
+  the largest). An entry computed as 1e-17 where f does not depend on x_j at all is rounding, not a bug;
   where f amplifies its rounding, its backward runs through the same operations, and f's noise at x ± h
-  grows with |f(x ± h)|, an error of relative size ρ in the estimate that no step reduces (an output that
-  vanishes at x shows its relative noise only away from x, hence the largest over the outputs).
+  grows with |f(x ± h)|, an error of relative size ρ_i in the estimate that no step reduces. Per output: one
+  ill-conditioned row (a normalisation of inputs near its eps) must not widen every other row's allowance.
+  Where safety·ρ_i exceeds RESOLUTION, autograd's own rounding could be that much of every entry of row i,
+  and none of them is judged (checks.core.confirm).
 - tiny: the smallest normal number of the dtype, a floor for subnormal results.
 """
 
@@ -62,10 +64,10 @@ def given_tolerance(atol: object, rtol: object) -> Tolerance | None:
                                                   f"against the estimate's own uncertainty")
 
 
-def add_autograd_floor(allowed: torch.Tensor, jacobian: torch.Tensor, numerical: torch.Tensor, relative: float,
+def add_autograd_floor(allowed: torch.Tensor, jacobian: torch.Tensor, numerical: torch.Tensor, relative: np.ndarray,
                         safety: float) -> None:
-    """Adds autograd's own rounding to the allowance, in place: f's relative noise (ε, or more where f amplifies
-    it) times the scale of the entry's row and column, of either Jacobian's finite entries (a NaN or inf must
+    """Adds autograd's own rounding to the allowance, in place: f_i's relative noise (relative, per output: ε,
+    or more where f amplifies it) times the scale of the entry's row and column, of either Jacobian's finite entries (a NaN or inf must
     not widen, or poison, the allowance of its row and column; nan_to_num would turn inf into the largest
     float). In numpy, a block of rows at a time: no table of the floor itself (see _finite)."""
     def maxima(t: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:  # per row (m, 1) and column (1, n)
@@ -80,11 +82,13 @@ def add_autograd_floor(allowed: torch.Tensor, jacobian: torch.Tensor, numerical:
         return rows, columns
 
     (rows, columns), (numerical_rows, numerical_columns) = maxima(jacobian), maxima(numerical)
-    rows = np.maximum(rows, numerical_rows) * (safety * relative)
-    columns = np.maximum(columns, numerical_columns) * (safety * relative)
+    rows = np.maximum(rows, numerical_rows)
+    columns = np.maximum(columns, numerical_columns)
+    factor = (safety * relative)[:, None]
     table = allowed.numpy()
     for begin in range(0, table.shape[0], FLOOR_ROWS):
-        table[begin:begin + FLOOR_ROWS] += np.maximum(rows[begin:begin + FLOOR_ROWS], columns)
+        block = slice(begin, begin + FLOOR_ROWS)
+        table[block] += np.maximum(rows[block], columns) * factor[block]
 
 
 # The report's tables are float64 on the CPU, and for a large Jacobian a fresh torch tensor costs its pages one

@@ -34,6 +34,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import torch
 
 from .allowance import RESOLUTION, SAFETY, given_tolerance
@@ -188,10 +189,12 @@ def check_jacobian(
                               checked.rounding_scale if fast else None, math.sqrt(eps) if fast else None,
                               reuse_points=untouched.outcome == "pass")
     search.run()
-    # f's relative noise: ε for an accurately computed f, more where it amplifies its rounding (and so does
-    # its backward, through the same operations; and f's noise at x ± h grows with |f(x ± h)|, an error of
-    # the same relative size in the estimate).
-    relative_noise = eps * max(1.0, search.amplification())
+    # f's relative noise, per output: ε for an accurately computed f_i, more where f amplifies its rounding
+    # (and so does its backward, through the same operations; and f's noise at x ± h grows with |f(x ± h)|, an
+    # error of the same relative size in the estimate). Per output: one ill-conditioned row must not widen
+    # the allowance of every other.
+    amplification = search.amplification()
+    relative_noise = eps * np.maximum(1.0, amplification)
     evidence = confirm(search, jacobian, relative_noise, nondet_tol)
     # Plus f(x) twice above, autograd's own forward and the property checks' (reverse mode: one graph).
     evaluations = evaluate.count + 3 + (graph is not None)
@@ -205,11 +208,11 @@ def check_jacobian(
         levels=torch.from_numpy(search.tried.copy()), kink=evidence.kink, domain=evidence.domain,
         unstable=evidence.unstable, unconfirmed=evidence.unconfirmed, unresolved=evidence.unresolved,
         converged=evidence.converged, noise=torch.from_numpy(search.noise()),
-        amplification=search.amplification(), safety=SAFETY, mode=used, method=method,
+        amplification=float(amplification.max(initial=0.0)), safety=SAFETY, mode=used, method=method,
         note=note, dtype=dtype_name(x.dtype), device=x.device.type,
         arguments=arguments, output_shape=tuple(value.shape) if len(g.outputs) > 1 or fast else g.outputs[0].shape,
         evaluations=evaluations, seconds=time.perf_counter() - start, resolution=RESOLUTION,
-        first_step=h0,
+        first_step=h0, nearby_max_step=evidence.max_step,
         outputs=checked.outputs, skipped=g.skipped, call=g.call, order=order, seed=seed, tolerance=tolerance,
         properties=properties, detached=detached, projections=checked.projections if fast else None,
         nondeterminism=nondeterminism,

@@ -31,14 +31,16 @@ finest, the kink is near x, not at it ("kink nearby").
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from .allowance import SAFETY, add_autograd_floor
-from .estimate import Search, _at
+from .estimate import FIRST_LEVELS, Search, _at
 from .indices import nonzero
+from .numerical import step_floor
 from .verdict import difference as _difference, finite as _finite
 
 # For a smooth f the one-sided gap halves with the step (ratio 0.5, or 0.125 where f'' = 0); a kink keeps
@@ -50,6 +52,45 @@ KINK_NOISE = 100.0
 
 class ConfirmingSearch(Search):
     """The search, with the smaller steps and the other windows a mismatch is confirmed by."""
+
+    # Set once the search has run: from then on an element's window is chosen below a breakpoint its finer
+    # windows show (see _least_uncertain).
+    confirming = False
+
+    def _least_uncertain(self, rough: np.ndarray | None = None):
+        """The search's choice, except for an element whose chosen window shows a kink where finer windows, past
+        every kinked one, show f linear or smooth beside x (gaps exactly 0, or halving above rounding): a
+        breakpoint lies between (a clamp's bound within float32's first steps), and the estimate from across it
+        is not f's slope at x. The least uncertain of those finer windows is chosen instead. A kink at x shows
+        at every window whose gap rounding does not hide (no finer window has evidence of smoothness), and
+        keeps its window."""
+        chosen = super()._least_uncertain(rough)
+        if rough is None or not self.confirming or not self.keys.size:
+            return chosen
+        best, uncertainty, relative = self._all
+        windows = best.shape[0]
+        if windows < 2:
+            return chosen
+        window = chosen[-1]
+        kinked = np.stack([self._kinked(np.full(self.keys.size, w), self._noise) for w in range(windows)])
+        moved = _at(kinked, window)
+        if not moved.any():
+            return chosen
+        g = self.gaps[:self.depth]
+        noise = 2 * self._noise[self.rows]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            linear = (g[:-2] == 0) & (g[1:-1] == 0) & (g[2:] == 0)
+            resolved = g[1:-1] > KINK_NOISE * noise / np.abs(self.h[1:windows + 1, self.columns])
+            halving = (g[1:-1] <= KINK_RATIO * g[:-2]) & (g[2:] <= KINK_RATIO * g[1:-1]) & resolved
+        last = np.where(kinked.any(0), windows - 1 - kinked[::-1].argmax(0), -1)  # the finest kinked window
+        past = np.arange(windows)[:, None] > last[None]
+        usable = past & (linear | halving) & ~self.unresolved & np.isfinite(relative)
+        moved &= usable.any(0)
+        if not moved.any():
+            return chosen
+        window = np.where(moved, np.where(usable, relative, np.inf).argmin(0), window)
+        _, error, finest = self._windows
+        return _at(best, window), _at(error, window), _at(uncertainty, window), _at(finest, window), window
 
     def confirm(self, mismatch: torch.Tensor) -> None:
         """Smaller steps for the columns with a mismatch (m, n), in one batch: the next window, and the
@@ -147,25 +188,46 @@ class ConfirmingSearch(Search):
             found &= unchanged[finest + level, elements]
         return self._dense(found, False)
 
-    def flat_side(self, nearby: torch.Tensor, jacobian: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Of the elements near a kink (nearby, (m, n)), those where autograd is 0 and f_i is exactly 0 at x and
-        on one whole side of it, at every step (relu just left of 0): the other side is flat too, from the
-        largest step h at which f changed on neither side down, so f's slope there is at most its rounding
-        over h, bounded by ε·max(|x_j|, 1)/h (x_j's scale enters f's intermediates: a cancellation can round a
-        small f to 0 near x, never on a whole side at every step). Returns them and that allowance (safety ×
-        it), (m, n). With f(x) = 0, one side unchanged is exactly gap = 2·|central difference|
-        (f(x - h)·f(x + h) = 0)."""
-        held = nearby.numpy()[self.rows, self.columns] & (jacobian.numpy()[self.rows, self.columns] == 0)
-        held &= (self.value[self.rows] == 0) & (self.measured[self.rows] == 0)
+    def flat_beside(self, nearby: torch.Tensor, jacobian: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Of the elements near a kink (nearby, (m, n)), those at which f_i changed on neither side of x at any
+        step from some step h down (relu just left of 0, two of sort's inputs closer than the coarse steps, a
+        max-pool window's runner-up): below the breakpoint f_i's slope is at most its rounding over h, the larger
+        of 2·noise_i/h (f_i unchanged: its true change is within twice an evaluation's rounding) and
+        ε·max(|x_j|, 1)/h (x_j's scale enters f's intermediates, where f_i is exactly 0 and noise_i with it).
+        Returns those whose autograd value is within safety × that, and the allowance, (m, n): they pass. Any
+        other value stays unjudged (the bound is f's rounding, which its measured noise estimates).
+        Judged as any element: the allowance small against the entry's scale, its row's and column's largest
+        |J|; at least 1 where f_i is exactly 0 at x and on a whole side of it at every step (relu left of 0,
+        whose row and column hold nothing else: x's scale sets the allowance's there)."""
+        unchanged = self._unchanged()
         computed = np.isfinite(self.h[:, self.columns])
-        held &= ((self.gaps == 2 * np.abs(self.differences)) | ~computed).all(0)
-        largest = np.abs(self.h[self._unchanged().argmax(0), self.columns])  # the first level, the largest step
-        allowance = self.safety * (self.eps * self.size[self.columns] / largest + self.tiny)
-        # Judged as any element: the allowance small against the entry's scale (its row's and column's largest
-        # |J|, at least 1: x's scale sets the allowance's). float32's finest flat steps can be too coarse.
+        first = unchanged.argmax(0)  # the first level, the largest step, at which f_i changed on neither side
+        below = np.arange(unchanged.shape[0])[:, None] >= first[None]
+        held = nearby.numpy()[self.rows, self.columns] & unchanged.any(0) & (unchanged | ~computed | ~below).all(0)
+        largest = np.abs(self.h[first, self.columns])
+        rounding = np.maximum(2 * self.noise()[self.rows], self.eps * self.size[self.columns])
+        allowance = self.safety * (rounding / largest + self.tiny)
+        held &= np.abs(jacobian.numpy()[self.rows, self.columns]) <= allowance
+        # With f(x) = 0, one side unchanged at every step is exactly gap = 2·|central difference|.
+        zero_side = (self.value[self.rows] == 0) & (self.measured[self.rows] == 0) & \
+            ((self.gaps == 2 * np.abs(self.differences)) | ~computed).all(0)
         value = self._choose()[0]
-        held &= allowance <= self.resolution * np.maximum(self._reference(np.where(np.isfinite(value), value, 0)), 1)
+        reference = self._reference(np.where(np.isfinite(value), value, 0))
+        held &= allowance <= self.resolution * np.where(zero_side, np.maximum(reference, 1), reference)
         return self._dense(held, False), self._dense(np.where(held, allowance, 0.0), 0.0)
+
+    def steps_below(self, nearby: torch.Tensor) -> float:
+        """Over the elements near a kink (nearby, (m, n)), the smallest of the largest steps, relative to
+        max(|x_j|, 1), at which f_i changed on neither side of x: a max_step at most that keeps every step on
+        x's side of each breakpoint (NaN where there is none, or it is below the least max_step allowed)."""
+        held = nearby.numpy()[self.rows, self.columns]
+        unchanged = self._unchanged()
+        held &= unchanged.any(0)
+        if not held.any():
+            return math.nan
+        smallest = float((np.abs(self.h[unchanged.argmax(0), self.columns]) / self.size[self.columns])[held].min())
+        # Below the least max_step the first batch of steps has room for, there is none to give.
+        return smallest if smallest >= 2 ** (FIRST_LEVELS - 1) * step_floor(self.eps) else math.nan
 
     def kinks(self, window: np.ndarray) -> torch.Tensor:
         """(m, n): at each column's window k, one-sided differences whose gap does not halve over the window's
@@ -173,15 +235,21 @@ class ConfirmingSearch(Search):
         flat element has no gap, and no kink."""
         return self._dense(self._kinked(window[self.columns]), False)
 
-    def _kinked(self, mine: np.ndarray) -> np.ndarray:
+    def own_kinks(self) -> torch.Tensor:
+        """(m, n): the kink test at each held element's own chosen window, which gave its estimate (its column's
+        window is that of its finest-resolved element, and can lie below a breakpoint this one's crosses)."""
+        return self._dense(self._kinked(self._choose()[-1]), False)
+
+    def _kinked(self, mine: np.ndarray, noise: np.ndarray | None = None) -> np.ndarray:
         """Per held element, the kink test at its window (mine: per element, the window's first step k): the gap
         does not halve from step k to k + 1, above rounding, and does not drop from k + 1 to k + 2 by more than
         the rounding of the finest gap (4·noise_i/h: f at three points). At coarse steps a smooth f can be far
         from its asymptotic h·f'' (a batch-normalised loss at float32's first step of 10%: gaps 3.0e-3,
         2.3e-3, 1.3e-3), and one pair can fail to halve; a kink within the window's steps keeps the gap at
-        each of them."""
+        each of them. noise: per output, the rounding bound (default the search's; the choice of windows passes
+        its own, being what the default is computed from)."""
         elements = np.arange(self.keys.size)
-        noise = 2 * self.noise()[self.rows]
+        noise = 2 * (self.noise() if noise is None else noise)[self.rows]
         coarse, middle, fine = (self.gaps[mine + level, elements] for level in range(3))
         with np.errstate(invalid="ignore"):
             resolved = middle > KINK_NOISE * noise / np.abs(self.h[mine + 1, self.columns])
@@ -218,7 +286,8 @@ class ConfirmingSearch(Search):
 class Evidence:
     """What the estimate says of each element (m, n), once mismatches were confirmed or not: the estimate
     and its allowance, whether it converged, and why a mismatch is not believed (kink, domain, unstable,
-    unconfirmed, unresolved); suspect (n,): the columns that had a mismatch."""
+    unconfirmed, unresolved); suspect (n,): the columns that had a mismatch; max_step: a first step that keeps
+    every step from crossing the kinks nearby (NaN where there are none)."""
 
     numerical: torch.Tensor
     allowed: torch.Tensor
@@ -229,15 +298,18 @@ class Evidence:
     unconfirmed: torch.Tensor
     unresolved: torch.Tensor
     suspect: torch.Tensor
+    max_step: float
 
 
-def confirm(search: ConfirmingSearch, jacobian: torch.Tensor, relative_noise: float, nondet_tol: float = 0.0
+def confirm(search: ConfirmingSearch, jacobian: torch.Tensor, relative_noise: np.ndarray, nondet_tol: float = 0.0
             ) -> Evidence:
     """The estimate against autograd's Jacobian, each mismatch confirmed (or not) at smaller steps and by an
-    independent window, the kink test at the chosen (and witness) windows. relative_noise: f's relative
-    noise, for autograd's own rounding in the allowance (checks.core.allowance); nondet_tol: how far the
-    caller lets two backward passes differ, added to every element's allowance (autograd's value is known to
-    no better)."""
+    independent window, the kink test at the chosen (and witness) windows. relative_noise: per output, f_i's
+    relative noise, for autograd's own rounding in the allowance (checks.core.allowance); nondet_tol: how far
+    the caller lets two backward passes differ, added to every element's allowance (autograd's value is known
+    to no better)."""
+    search.confirming = True
+    search._chosen = None
     numerical, allowed, converged = search.result()
     add_autograd_floor(allowed, jacobian, numerical, relative_noise, SAFETY)
     allowed += nondet_tol
@@ -281,6 +353,9 @@ def confirm(search: ConfirmingSearch, jacobian: torch.Tensor, relative_noise: fl
     if suspect.any():
         # A jump closer to x than the chosen steps (round near its boundary) shows at the witness steps.
         kink |= search.kinks(search.finest_window()) & suspect.unsqueeze(0)
+        # A mismatch whose estimate came from a window across a breakpoint (two of sort's inputs closer than
+        # its steps) while its column's finest-resolved element's window lies below it.
+        kink |= search.own_kinks() & (difference > allowed)
         # A kink whose gap the noise margin hides shows as autograd equal to one side's slope.
         kink |= search.one_sided(search.chosen_window(), jacobian,
                                  torch.where(difference > allowed, difference, torch.zeros_like(difference)))
@@ -290,17 +365,26 @@ def confirm(search: ConfirmingSearch, jacobian: torch.Tensor, relative_noise: fl
     # kink at x changes f at every step). Both marks, on a kink and on an element the coarse steps left
     # unjudged (never on a mismatch: that is judged as it stands): verdict.reason calls it "kink nearby".
     nearby = search.unchanged_at_finest() & (kink | (~converged & ~(difference > allowed)))
-    # Where f is exactly 0 on a whole side of x and beside it, and autograd says 0 (relu just left of 0), the
-    # finest steps do resolve a slope of 0: judged there.
-    flat, flat_allowed = search.flat_side(nearby, jacobian)
+    # Where f did not change on either side of x from some step down, and autograd is within its rounding
+    # over that step (relu just left of 0, sort's inputs closer than the coarse steps), the finest steps do
+    # resolve a slope of 0: judged there.
+    flat, flat_allowed = search.flat_beside(nearby, jacobian)
     if bool(flat.any()):
         numerical = torch.where(flat, torch.zeros_like(numerical), numerical)
         allowed = torch.where(flat, flat_allowed, allowed)
         converged = converged | flat
+        # The coarse steps, across the breakpoint, disagree with the fine ones: that is the breakpoint.
         nearby &= ~flat
         kink &= ~flat
         unresolved &= ~flat
+        unstable = unstable & ~flat
+        unconfirmed = unconfirmed & ~flat
     kink |= nearby
     unresolved |= nearby
+    max_step = search.steps_below(nearby)
+    # Where autograd's own rounding could be the resolution's share of every entry of a row (f_i amplifies its
+    # rounding that much), no entry of the row is judged: its floor would pass anything.
+    drowned = torch.from_numpy(SAFETY * relative_noise > search.resolution).unsqueeze(1)
+    converged = converged & ~drowned
     return Evidence(numerical, allowed, converged & ~domain, kink, domain, unstable & ~domain, unconfirmed & ~domain,
-                    unresolved, suspect)
+                    unresolved, suspect, max_step)

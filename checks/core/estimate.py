@@ -188,12 +188,11 @@ class Search:
         one_way = (steps > 0).any(1) != (steps < 0).any(1)
         self.staircase = (flat & one_way).any(0)
 
-    def amplification(self) -> float:
-        """The largest ratio, over the outputs, of the measured noise bound to ε·scale_i (0 where none)."""
+    def amplification(self) -> np.ndarray:
+        """Per output, the ratio of the measured noise bound to ε·scale_i (0 where it is not finite), (m,)."""
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = self.measured / (self.eps * self.scale())
-        ratio = ratio[np.isfinite(ratio)]
-        return float(ratio.max()) if ratio.size else 0.0
+        return np.where(np.isfinite(ratio), ratio, 0.0)
 
     def noise(self, scale: np.ndarray | None = None) -> np.ndarray:
         """Per output, a bound on the rounding error of one evaluation of f_i, shape (m,): the larger of

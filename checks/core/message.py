@@ -69,8 +69,16 @@ def near_kink_remedy(report: CheckReport) -> str:
     if report.dtype == "float32":
         finer = default_step("richardson", torch.float32, 3).h0 / default_step("richardson", torch.float64, 3).h0
         return f"check in float64 (its steps start {finer:.0f} times finer)"
+    below = f"max_step={_round_down(report.nearby_max_step)}" if math.isfinite(report.nearby_max_step) else \
+        "a max_step= below its distance"
     return (f"check at a point farther from the kink than the first step, {report.first_step:.2g}·"
-            f"max(|x|, 1), or pass a max_step= below its distance")
+            f"max(|x|, 1), or pass {below} (f did not change on either side of x below it)")
+
+
+def _round_down(step: float) -> str:
+    """step to one significant digit, rounded down (a max_step above it would cross the kink again)."""
+    exponent = math.floor(math.log10(step))
+    return f"{math.floor(step / 10 ** exponent) * 10 ** exponent:.0e}".replace("e-0", "e-")
 
 
 def summary(report: CheckReport) -> str:

@@ -69,6 +69,8 @@ class CheckReport:
     details      -- builds error and steps: for a large Jacobian each table costs what an evaluation of f does
     levels       -- per column, how many steps were tried (FIRST_LEVELS, 4, for a smooth f: the first batch)
     first_step   -- the first step, relative to max(|x_j|, 1): ε^(1/7), or max_step where that is smaller
+    nearby_max_step -- where an element is unjudged for a kink nearby, the largest first step (relative, as
+                    max_step=) that keeps every step on x's side of each such kink; NaN where there is none
     kink, domain, unstable, unconfirmed, unresolved, converged -- per element: a kink found; no finite
                     estimate at any step; a mismatch that a window at smaller steps contradicts; a mismatch no
                     independent window confirms; f unchanged at every step where autograd's value is below f's
@@ -127,6 +129,7 @@ class CheckReport:
     seconds: float
     resolution: float
     first_step: float
+    nearby_max_step: float
     outputs: tuple[Argument, ...] = ()
     skipped: tuple[Skipped, ...] = ()
     call: str = ""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -95,14 +97,56 @@ def clamped(t: torch.Tensor) -> torch.Tensor:
     return t.clamp(min=-1.0)
 
 
+# clamp's backward leaking a gradient of 1 onto its flat side, up to 0.01 beyond its bound.
+leaky_clamp = mutant(clamped, lambda x, g: g * (x > -1.01).to(g.dtype), "ClampLeakingBeyondItsBound")
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_a_kink_a_step_away_is_named_as_near_not_at_x(dtype: torch.dtype) -> None:
-    # clamp 1e-3 beyond its bound: the first steps (0.0058 in float64, 0.1 in float32) cross it, the finest see
-    # f flat at -1; at the bound itself, a kink.
-    report = check_jacobian(clamped, torch.tensor([-1.001, -1.0], dtype=dtype))
+    # 1e-3 beyond the bound: the first steps (0.0058 in float64, 0.1 in float32) cross it, the finest see f flat
+    # at -1, where autograd claims a slope of 1 (a flat side is judged only where autograd is within its
+    # rounding); at the bound itself, a kink.
+    report = check_jacobian(leaky_clamp, torch.tensor([-1.001, -1.0], dtype=dtype))
     assert [e.reason for e in report.elements("inconclusive")] == ["kink nearby", "kink"]
     assert report.kinks == 1  # the summary counts the kink at x alone
     assert ("float64" in report.explain("kink nearby")) == (dtype == torch.float32)
+
+
+class SortedValues(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        values, indices = x.sort(-1)
+        ctx.save_for_backward(indices)
+        return values
+
+    @staticmethod
+    def backward(ctx, g):
+        (indices,) = ctx.saved_tensors
+        return torch.zeros_like(g).scatter(-1, indices, g)
+
+
+def test_f_flat_beside_x_below_a_breakpoint_is_judged_there() -> None:
+    # f unchanged on both sides of x from some step down, changed at coarser steps: the slope below the
+    # breakpoint is 0 to f's rounding over that step, and autograd's 0 passes (clamp beyond its bound).
+    for distance in (1e-3, 4e-4, 1e-5):
+        report = check_jacobian(clamped, torch.tensor([-1.0 - distance], dtype=torch.float64))
+        assert report.outcome == "pass", report.message()
+    # The class: sort, max-pooling and median at random points, whose inputs lie closer together than the
+    # first steps (gradcheck's fixed step of 1e-6 seldom crosses them).
+    def pool(t: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.max_pool1d(t.unsqueeze(0), 3, 1).squeeze(0)
+
+    def median(t: torch.Tensor) -> torch.Tensor:
+        return t.median(-1).values
+
+    for seed in range(3):
+        x = torch.randn(8, 32, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+        for f in (SortedValues.apply, pool, median):
+            report = check_jacobian(f, x)
+            assert report.outcome == "pass", report.message()
+    # A wrong value there is not passed: the inverse permutation (gather for scatter).
+    wrong = mutant(SortedValues.apply, lambda x, g: g.gather(-1, x.sort(-1).indices), "SortBackwardGathers")
+    assert check_jacobian(wrong, x).outcome == "fail"
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
@@ -224,15 +268,61 @@ def test_elements_can_be_asked_for_by_verdict_and_an_unknown_verdict_is_named() 
 
 def test_max_step_keeps_the_steps_from_crossing_a_kink_near_the_point() -> None:
     x = torch.tensor([-1.001, -0.998, 0.5], dtype=torch.float64)
-    assert {e.reason for e in check_jacobian(clamped, x).elements("inconclusive")} == {"kink nearby"}
+    # The first steps cross the bound; capped below its distance they show the flat side, and the leak is a
+    # failure, not a kink nearby.
+    assert {e.reason for e in check_jacobian(leaky_clamp, x).elements("inconclusive")} == {"kink nearby"}
+    capped = check_jacobian(leaky_clamp, x, max_step=1e-4)
+    assert capped.outcome == "fail" and [e.index for e in capped.elements("fail")] == [(0,)]
     report = check_jacobian(clamped, x, max_step=1e-4)
     assert report.outcome == "pass", report.message()
     assert float(report.details()[1].max()) <= 1e-4  # every chosen window's steps within the cap
     assert check_jacobian(torch.sin, x, max_step=1e-4).outcome == "pass"
     # A cap that still crosses the kink: the advice names the first step the check took, not the default.
-    capped = check_jacobian(clamped, torch.tensor([-1.0004], dtype=torch.float64), max_step=1e-3)
-    assert "first step, 0.001·max" in capped.explain("kink nearby")
+    nearer = check_jacobian(leaky_clamp, torch.tensor([-1.0001], dtype=torch.float64), max_step=1e-3)
+    assert "first step, 0.001·max" in nearer.explain("kink nearby")
+    # The advice names a max_step below the kink, and following it settles the element: the leak fails.
+    advised = re.search(r"max_step=([0-9.e-]+) \(f did not change", check_jacobian(leaky_clamp, x).message())
+    assert advised, check_jacobian(leaky_clamp, x).message()
+    assert float(advised.group(1)) <= check_jacobian(leaky_clamp, x).nearby_max_step
+    assert check_jacobian(leaky_clamp, x, max_step=float(advised.group(1))).outcome == "fail"
     with pytest.raises(CheckInputError, match="max_step=1e-13 leaves no room"):
         check_jacobian(clamped, x, max_step=1e-13)
     with pytest.raises(CheckInputError, match="max_step"):
         check_jacobian(clamped, x, max_step=-1.0)
+
+
+def piecewise(t: torch.Tensor) -> torch.Tensor:
+    return t.clamp(-1, 1) + 2 * torch.relu(t - 0.5) + 0.5 * t.abs()
+
+
+def piecewise_derivative(t: torch.Tensor, inside: float = 1.0) -> torch.Tensor:
+    return (t.abs() < inside).to(t.dtype) + 2 * (t > 0.5).to(t.dtype) + 0.5 * t.sign()
+
+
+def test_a_window_across_a_breakpoint_gives_way_to_finer_ones_past_it() -> None:
+    # 4.4e-4 inside clamp's bound: float32's coarse windows cross it (their central differences near 3, their
+    # gaps near 1 at every step) and look least uncertain; its finer windows see f linear with slope 3.5.
+    x = torch.tensor([0.999559223651886, 0.2], dtype=torch.float32)
+    correct = mutant(piecewise, lambda t, g: g * piecewise_derivative(t), "Piecewise")
+    report = check_jacobian(correct, x)
+    assert report.outcome == "pass", report.message()
+    assert float(report.numerical[0, 0]) == pytest.approx(3.5, rel=1e-3)
+    missing = mutant(piecewise, lambda t, g: g * (piecewise_derivative(t) - 0.5 * t.sign()), "PiecewiseWithoutAbs")
+    assert check_jacobian(missing, x).outcome == "fail"
+    # Past the bound, a backward that leaks clamp's slope there is not passed in either dtype.
+    leaky = mutant(piecewise, lambda t, g: g * piecewise_derivative(t, inside=1.001), "PiecewiseLeaking")
+    beyond = torch.tensor([1.00044, 0.2])
+    assert check_jacobian(leaky, beyond.to(torch.float64)).outcome == "fail"
+    assert check_jacobian(leaky, beyond.to(torch.float32)).outcome != "pass"
+
+
+def test_a_mismatch_whose_own_window_crosses_a_breakpoint_is_a_kink_not_a_failure() -> None:
+    # Two inputs of a sorted row 1.4e-4 apart in float32: the sorted value's estimate for the lower one comes
+    # from windows across the tie (the average of slopes 0 and 1), while its column's finest-resolved element
+    # chose a window below it.
+    x = torch.randn(8, 32, generator=torch.Generator().manual_seed(1010), dtype=torch.float64).to(torch.float32)
+    report = check_jacobian(SortedValues.apply, x)
+    assert report.outcome != "fail", report.message()
+    assert report.inconclusive[3 * 32 + 7, 3 * 32 + 19]
+    wrong = mutant(SortedValues.apply, lambda t, g: g.gather(-1, t.sort(-1).indices), "SortBackwardGathers")
+    assert check_jacobian(wrong, x).outcome == "fail"

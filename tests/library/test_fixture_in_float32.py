@@ -1,5 +1,5 @@
 """The fixture check_gradients in a float32 run: elements that float32 alone leaves unjudged skip the test
-with the message (float64 settles them), while a kink still raises, as another dtype cannot settle it; and
+with the message (float64 settles them), while a kink still raises where float64 does not pass; and
 the inputs' requires_grad reaches the check (from a fresh engineer's trial, issue 29)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import torch
 
 from checks import CheckInputError, InconclusiveGradientError
 from checks.core.gradient_check import GradientCheck
+from checks.teaching.mutants import mutant
 
 from .test_inputs_that_require_grad import Huber, points
 
@@ -43,13 +44,29 @@ def test_float32_that_f_s_rounding_leaves_unjudged_skips_and_float64_passes() ->
 
 
 def test_float32_whose_steps_cross_a_kink_near_x_skips() -> None:
-    # clamp 0.01 beyond its bound: float32's first step, 0.1, crosses it; float64's, 0.0058, does not.
+    # clamp 4e-4 beyond its bound: float32's first steps cross it, and its finest see f flat beside x only to a
+    # rounding too coarse to judge; float64's see the flat side.
     def clamped(t):
         return t.clamp(min=-1.0)
 
     with pytest.raises(pytest.skip.Exception, match=r"float32 is too coarse(.|\n)*kink nearby"):
-        GradientCheck(torch.float32, "cpu")(clamped, torch.tensor([-1.01, 1.0]))
-    assert GradientCheck(torch.float64, "cpu")(clamped, torch.tensor([-1.01, 1.0])).outcome == "pass"
+        GradientCheck(torch.float32, "cpu")(clamped, torch.tensor([-1.0004, 1.0]))
+    assert GradientCheck(torch.float64, "cpu")(clamped, torch.tensor([-1.0004, 1.0])).outcome == "pass"
+
+
+def test_float32_whose_steps_cross_a_kink_float64_does_not_skips() -> None:
+    # relu 4e-5 from x: float32's finest useful steps still cross it; float64's do not.
+    def shifted_relu(t):
+        return torch.relu(t - 0.5) + t
+
+    x = torch.tensor([0.5000403, 0.2])
+    with pytest.raises(pytest.skip.Exception, match=r"float32's steps cross a kink(.|\n)*kink: one-sided"):
+        GradientCheck(torch.float32, "cpu")(shifted_relu, x)
+    assert GradientCheck(torch.float64, "cpu")(shifted_relu, x).outcome == "pass"
+    # A wrong backward there is not skipped: float64 does not pass it.
+    wrong = mutant(shifted_relu, lambda t, g: g * (1 + 2 * (t > 0.5).to(t.dtype)), "ShiftedReluDoubled")
+    with pytest.raises(AssertionError):
+        GradientCheck(torch.float32, "cpu")(wrong, x)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -202,3 +202,26 @@ def test_round_in_float32_at_many_points_is_never_failed(seed: int) -> None:
     report = check_jacobian(lambda t: torch.round(t, decimals=3), x)
     assert report.outcome != "fail", report.message()
     assert {e.reason for e in report.elements() if e.verdict == "inconclusive"} <= {"unstable", "kink", "kink nearby"}
+
+
+def rms_norm(x: torch.Tensor) -> torch.Tensor:
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-12)
+
+
+def rms_norm_derivative_ignoring_the_rms(x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    return g * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-12)  # the mean's term is missing
+
+
+def test_one_row_that_amplifies_its_rounding_does_not_widen_the_others() -> None:
+    # Row 0 of 1e-6 against eps 1e-12: in float32 its measured noise is ~1e8 × ε. Its rows are left unjudged;
+    # the other rows keep their own allowance, and a backward that misses a term fails there.
+    x = torch.randn(8, 32, generator=torch.Generator().manual_seed(13), dtype=torch.float64)
+    x[0] *= 1e-6
+    x = x.to(F32)
+    correct = check_jacobian(rms_norm, x)
+    assert correct.amplification > 1e6
+    assert correct.outcome == "inconclusive" and {e.output // 32 for e in correct.elements("inconclusive")} == {0}
+    wrong = check_jacobian(mutant(rms_norm, rms_norm_derivative_ignoring_the_rms, "RMSNormWithoutMean"), x)
+    assert wrong.outcome == "fail"
+    assert {e.output // 32 for e in wrong.elements("fail")} == set(range(1, 8))
+    assert not any(e.output // 32 == 0 for e in wrong.elements("pass") if e.autograd != e.numerical)
