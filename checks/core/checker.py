@@ -283,9 +283,15 @@ def check_module(module: torch.nn.Module, loss: Callable[[torch.Tensor], torch.T
     if set(arg_names) & set(names) or len(set(arg_names)) != len(arg_names):
         arg_names = [f"input {k}" for k in range(len(checked_args))]
 
+    # functional_call unties shared weights on every call (a tenth of a small module's evaluation); without
+    # parameters or buffers shared under two names there is nothing to untie.
+    shared = len(list(module.named_parameters(remove_duplicate=False))) != len(list(module.named_parameters())) or \
+        len(list(module.named_buffers(remove_duplicate=False))) != len(list(module.named_buffers()))
+
     def f(*values: object) -> torch.Tensor:
         parameters, given = values[:len(names)], values[len(names):]
-        return loss(torch.func.functional_call(module, dict(zip(names, parameters)), tuple(given) or args))
+        return loss(torch.func.functional_call(module, dict(zip(names, parameters)), tuple(given) or args,
+                                               tie_weights=shared))
 
     # Detached: an input that requires grad would otherwise mark the checked inputs (check_jacobian holds the
     # others fixed, as gradcheck does) and hold the parameters; here inputs= says what is checked.

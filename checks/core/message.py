@@ -143,7 +143,8 @@ def message(report: CheckReport, limit: int = 3) -> str:
     if any(check.outcome == "fail" for check in report.properties) and not wrong:
         head["fail"] = "are close, but a property check failed!"
     what = "Gradients" if report.order == 1 else "Second derivatives"
-    lines = [f"{what} of {signature} {head[report.outcome]} ({report.dtype}, {report.device})"]
+    mode = ", forward mode" if report.mode == "forward" else ""  # reverse mode is the one assumed
+    lines = [f"{what} of {signature} {head[report.outcome]} ({report.dtype}, {report.device}{mode})"]
     nonfinite = [e for e in wrong if e.reason == "non-finite"]
     finite = [e for e in wrong if e.reason != "non-finite"]
     hint = rounding_sized(report, finite) if finite and not nonfinite else ""

@@ -69,6 +69,7 @@ def test_a_wrong_jvp_fails_in_forward_mode_while_the_backward_passes(wrong_jvp) 
     assert forward.outcome == "fail" and forward.mode == "forward"
     assert {(e.output, e.input) for e in forward.elements() if e.verdict == "fail"} == {(k, k) for k in range(4)}
     assert check_jacobian(wrong_jvp, x()).outcome == "pass"  # reverse mode reads the backward, which is right
+    assert forward.message().splitlines()[0].endswith("are not close! (float64, cpu, forward mode)")
     with pytest.raises(GradientMismatchError, match=r"torch.autograd.forward_ad.*\(forward mode\)"):
         assert_gradients(wrong_jvp, x(), mode="forward")
 

@@ -101,3 +101,19 @@ def test_module_parameters_are_checked_by_name(dtype: torch.dtype) -> None:
     assert alone.passed and [a.name for a in alone.arguments] == ["0.weight", "0.bias", "2.weight", "2.bias"]
     with pytest.raises(CheckInputError, match="nn.Module"):
         check_module(lambda t: t, lambda y: y.sum(), x)
+
+
+def test_a_weight_shared_by_two_layers_is_perturbed_in_both() -> None:
+    # One parameter under two names: the estimate must move both uses, as autograd sums both.
+    torch.manual_seed(0)
+    first, second = torch.nn.Linear(3, 3).double(), torch.nn.Linear(3, 3).double()
+    second.weight = first.weight
+    model = torch.nn.Sequential(first, torch.nn.Tanh(), second)
+    x = torch.randn(2, 3, dtype=torch.float64)
+    report = check_module(model, lambda y: y.sum(), x)
+    assert report.outcome == "pass", report.message()
+    assert [a.name for a in report.arguments] == ["0.weight", "0.bias", "2.bias", "input"]
+    # The gradient checked is the module's own: both uses of the weight (a check of f with one use replaced
+    # would pass too, its autograd and estimate alike missing the other).
+    (expected,) = torch.autograd.grad(model(x).sum(), first.weight)
+    torch.testing.assert_close(report.autograd[0, :9], expected.reshape(-1))
