@@ -67,9 +67,9 @@ def given_tolerance(atol: object, rtol: object) -> Tolerance | None:
 def add_autograd_floor(allowed: torch.Tensor, jacobian: torch.Tensor, numerical: torch.Tensor, relative: np.ndarray,
                         safety: float) -> None:
     """Adds autograd's own rounding to the allowance, in place: f_i's relative noise (relative, per output: ε,
-    or more where f amplifies it) times the scale of the entry's row and column, of either Jacobian's finite entries (a NaN or inf must
-    not widen, or poison, the allowance of its row and column; nan_to_num would turn inf into the largest
-    float). In numpy, a block of rows at a time: no table of the floor itself (see _finite)."""
+    or more where f amplifies it) times the scale of the entry's row and column, of either Jacobian's finite
+    entries (a NaN or inf must not widen, or poison, the allowance of its row and column; nan_to_num would turn
+    inf into the largest float). In numpy, a block of rows at a time: no table of the floor itself (see _finite)."""
     def maxima(t: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:  # per row (m, 1) and column (1, n)
         # A block of rows at a time: |t| with its non-finite entries 0 stays in cache, not a table of its own.
         table = t.numpy()

@@ -197,8 +197,9 @@ class ConfirmingSearch(Search):
         Returns those whose autograd value is within safety × that, and the allowance, (m, n): they pass. Any
         other value stays unjudged (the bound is f's rounding, which its measured noise estimates).
         Judged as any element: the allowance small against the entry's scale, its row's and column's largest
-        |J|; at least 1 where f_i is exactly 0 at x and on a whole side of it at every step (relu left of 0,
-        whose row and column hold nothing else: x's scale sets the allowance's there)."""
+        |J| (or, where autograd is exactly 0, |f_i(x)|/max(|x_j|, 1)); at least 1 where f_i is exactly 0 at x
+        and on a whole side of it at every step (relu left of 0, whose row and column hold nothing else: x's
+        scale sets the allowance's there)."""
         unchanged = self._unchanged()
         computed = np.isfinite(self.h[:, self.columns])
         first = unchanged.argmax(0)  # the first level, the largest step, at which f_i changed on neither side
@@ -207,12 +208,19 @@ class ConfirmingSearch(Search):
         largest = np.abs(self.h[first, self.columns])
         rounding = np.maximum(2 * self.noise()[self.rows], self.eps * self.size[self.columns])
         allowance = self.safety * (rounding / largest + self.tiny)
-        held &= np.abs(jacobian.numpy()[self.rows, self.columns]) <= allowance
+        autograd = jacobian.numpy()[self.rows, self.columns]
+        held &= np.abs(autograd) <= allowance
         # With f(x) = 0, one side unchanged at every step is exactly gap = 2·|central difference|.
         zero_side = (self.value[self.rows] == 0) & (self.measured[self.rows] == 0) & \
             ((self.gaps == 2 * np.abs(self.differences)) | ~computed).all(0)
         value = self._choose()[0]
         reference = self._reference(np.where(np.isfinite(value), value, 0))
+        # The estimates of a row and column near a breakpoint come from across it; where autograd claims an exact
+        # 0, f_i's own size over x_j's is a slope's scale too (an elementwise f's row and column hold this
+        # element alone). A non-zero claim is judged at its own scale: a saturated f (erfc far left in float32)
+        # is flat to its rounding where its true slope is far below that.
+        own = np.abs(self.value[self.rows]) / self.size[self.columns]
+        reference = np.maximum(reference, np.where(autograd == 0, own, 0))
         held &= allowance <= self.resolution * np.where(zero_side, np.maximum(reference, 1), reference)
         return self._dense(held, False), self._dense(np.where(held, allowance, 0.0), 0.0)
 

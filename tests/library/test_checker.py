@@ -326,3 +326,20 @@ def test_a_mismatch_whose_own_window_crosses_a_breakpoint_is_a_kink_not_a_failur
     assert report.inconclusive[3 * 32 + 7, 3 * 32 + 19]
     wrong = mutant(SortedValues.apply, lambda t, g: g.gather(-1, t.sort(-1).indices), "SortBackwardGathers")
     assert check_jacobian(wrong, x).outcome == "fail"
+
+
+def test_a_flat_side_in_float32_is_judged_against_f_s_own_scale() -> None:
+    # 0.1 beyond clamp's bound, float32's first step just crosses it; below, f is flat at 0.3. Its row and column
+    # hold this element alone, whose estimate comes from across the bound: the slope's scale is f over x.
+    def f(a: torch.Tensor) -> torch.Tensor:
+        return 2 * torch.relu(a) - torch.clamp(a, -0.3, 0.3)
+
+    x = torch.tensor([-0.40043, 0.7], dtype=torch.float32)
+    report = check_jacobian(f, x)
+    assert report.outcome == "pass", report.message()
+    leaky = mutant(f, lambda a, g: g * (2 * (a > 0).to(a.dtype) - (a.abs() < 0.5).to(a.dtype)), "ClampLeaking")
+    assert check_jacobian(leaky, x).outcome != "pass"
+    # A non-zero claim is judged at its own scale: erfc at -4.15 rounds to 2 in float32, flat to its rounding
+    # around x, while its slope, -3.9e-8, lies far below what that flatness bounds.
+    saturated = check_jacobian(torch.special.erfc, torch.tensor([-4.146041393280029, 0.3], dtype=torch.float32))
+    assert saturated.inconclusive[0, 0] and saturated.agreed[1, 1]
