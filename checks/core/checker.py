@@ -283,7 +283,7 @@ def check_module(module: torch.nn.Module, loss: Callable[[torch.Tensor], torch.T
     if set(arg_names) & set(names) or len(set(arg_names)) != len(arg_names):
         arg_names = [f"input {k}" for k in range(len(checked_args))]
 
-    # functional_call unties shared weights on every call (a tenth of a small module's evaluation); without
+    # functional_call unties shared weights on every call (a sixth of a small module's check); without
     # parameters or buffers shared under two names there is nothing to untie.
     shared = len(list(module.named_parameters(remove_duplicate=False))) != len(list(module.named_parameters())) or \
         len(list(module.named_buffers(remove_duplicate=False))) != len(list(module.named_buffers()))

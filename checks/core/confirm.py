@@ -26,7 +26,10 @@ steps of each column's chosen window (and of its finest, for a mismatch): it mus
 step to the second, where it exceeds KINK_NOISE times the rounding noise of a one-sided difference,
 2·noise_i/h, nor drop from the second to the third beyond the third's rounding (a smooth f far from its
 asymptotic h·f'' at coarse steps can fail one halving). Where f changed at coarse steps and not at the
-finest, the kink is near x, not at it ("kink nearby").
+finest, the kink is near x, not at it ("kink nearby"). A kink near x is often settled by the finer steps,
+on x's side of it: where they show f linear or smooth, the estimate comes from them (a clamp's bound within
+the first steps); where f did not change on either side below some step, its slope there is 0 to f's
+rounding over that step, which autograd's value is judged against (relu just left of 0, sort's near-ties).
 """
 
 from __future__ import annotations
@@ -53,9 +56,14 @@ KINK_NOISE = 100.0
 class ConfirmingSearch(Search):
     """The search, with the smaller steps and the other windows a mismatch is confirmed by."""
 
-    # Set once the search has run: from then on an element's window is chosen below a breakpoint its finer
-    # windows show (see _least_uncertain).
+    # Set once the search has run (begin_confirmation): from then on an element's window is chosen below a
+    # breakpoint its finer windows show (see _least_uncertain).
     confirming = False
+
+    def begin_confirmation(self) -> None:
+        """The search has run: from here on every choice of window looks past breakpoints."""
+        self.confirming = True
+        self._chosen = None
 
     def _least_uncertain(self, rough: np.ndarray | None = None):
         """The search's choice, except for an element whose chosen window shows a kink where finer windows, past
@@ -316,8 +324,7 @@ def confirm(search: ConfirmingSearch, jacobian: torch.Tensor, relative_noise: np
     relative noise, for autograd's own rounding in the allowance (checks.core.allowance); nondet_tol: how far
     the caller lets two backward passes differ, added to every element's allowance (autograd's value is known
     to no better)."""
-    search.confirming = True
-    search._chosen = None
+    search.begin_confirmation()
     numerical, allowed, converged = search.result()
     add_autograd_floor(allowed, jacobian, numerical, relative_noise, SAFETY)
     allowed += nondet_tol
