@@ -13,7 +13,8 @@ finest whose rounding is at most a quarter of the mismatch, the witness); then
   as in an ill-conditioned inverse, jumps both ways, and is judged as noise);
 - "unconfirmed" unless an independent window (sharing no step with the chosen one, and least uncertain
   relative to its value among those) resolves the mismatch (its uncertainty at most the mismatch) and its
-  value sides with the chosen estimate rather than with autograd.
+  value sides with the chosen estimate rather than with autograd, and unless the witness does not side
+  with autograd by more than its rounding.
 What differs between machines is then only how often the estimate is precise enough to pass. Tested by
 injecting noise: f's output × (1 + u·k·ε), u uniform in [-1, 1] afresh per evaluation, k from 10 to 10⁶
 (tests/test_checker_noise.py; the sweep over the mutant suite, the hard cases and all of op_db:
@@ -138,6 +139,20 @@ class ConfirmingSearch(Search):
         flat_uncertainty *= self.safety
         return self._dense(value, flat_value), self._dense(self.safety * spread, flat_uncertainty, fresh=True)
 
+    def witness_rounding(self) -> torch.Tensor:
+        """Per held element, f_i's rounding over the finest step of its column's witness window, noise_i/h,
+        (m, n) (0 elsewhere): how far rounding alone can move the witness's value, whatever its error estimate
+        says (in a noisy f the windows beside it, at smaller steps, make that estimate large); inf where the
+        witness resolved no change of f (f unchanged at its three steps: its 0 can be anything below f's
+        resolution)."""
+        self._choose()
+        window = self.finest_window()[self.columns]
+        steps = np.abs(self.h[window + 2, self.columns])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rounding = self.noise()[self.rows] / steps
+        blind = ~np.isfinite(rounding) | _at(self.unresolved, window)
+        return self._dense(np.where(blind, np.inf, rounding), 0.0)
+
     def independent(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Per held element, the value and uncertainty of the window that shares no step with the chosen one
         and is least uncertain relative to its value, as the chosen one is (NaN and inf where there is none,
@@ -196,31 +211,42 @@ class ConfirmingSearch(Search):
             found &= unchanged[finest + level, elements]
         return self._dense(found, False)
 
-    def flat_beside(self, nearby: torch.Tensor, jacobian: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Of the elements near a kink (nearby, (m, n)), those at which f_i changed on neither side of x at any
-        step from some step h down (relu just left of 0, two of sort's inputs closer than the coarse steps, a
+    def flat_beside(self, candidates: torch.Tensor, jacobian: torch.Tensor
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Of the elements f changed at coarse steps and not at the finest (candidates, (m, n): whatever their
+        coarse estimate says, which comes from across a breakpoint), those at which f_i changed on neither side
+        of x at any step from some step h down (relu just left of 0, two of sort's inputs closer than the coarse steps, a
         max-pool window's runner-up): below the breakpoint f_i's slope is at most its rounding over h, the larger
         of 2·noise_i/h (f_i unchanged: its true change is within twice an evaluation's rounding) and
         ε·max(|x_j|, 1)/h (x_j's scale enters f's intermediates, where f_i is exactly 0 and noise_i with it).
-        Returns those whose autograd value is within safety × that, and the allowance, (m, n): they pass. Any
-        other value stays unjudged (the bound is f's rounding, which its measured noise estimates).
+        Only where, at every step, f_i changed on one side of x alone: a change on both sides that vanishes
+        at the fine steps is f rounding it away (a cancellation), not a flat side. Returns those elements (a
+        breakpoint beside x: the coarse steps' estimate is not f's slope at x), those of them whose autograd
+        value is within safety × that bound, and the allowance, each (m, n): the second pass. Any other value
+        stays unjudged (the bound is f's rounding, which its measured noise estimates).
         Judged as any element: the allowance small against the entry's scale, its row's and column's largest
         |J| (or, where autograd is exactly 0, |f_i(x)|/max(|x_j|, 1)); at least 1 where f_i is exactly 0 at x
-        and on a whole side of it at every step (relu left of 0, whose row and column hold nothing else: x's
-        scale sets the allowance's there)."""
+        (relu left of 0, whose row and column hold nothing else: x's scale sets the allowance's there)."""
         unchanged = self._unchanged()
         computed = np.isfinite(self.h[:, self.columns])
         first = unchanged.argmax(0)  # the first level, the largest step, at which f_i changed on neither side
         below = np.arange(unchanged.shape[0])[:, None] >= first[None]
-        held = nearby.numpy()[self.rows, self.columns] & unchanged.any(0) & (unchanged | ~computed | ~below).all(0)
+        held = candidates.numpy()[self.rows, self.columns] & unchanged.any(0) & (unchanged | ~computed | ~below).all(0)
         largest = np.abs(self.h[first, self.columns])
         rounding = np.maximum(2 * self.noise()[self.rows], self.eps * self.size[self.columns])
         allowance = self.safety * (rounding / largest + self.tiny)
         autograd = jacobian.numpy()[self.rows, self.columns]
+        # At every step f_i changed on one side of x alone (then gap = 2·|central difference|, up to the
+        # arithmetic's rounding): the other side is flat out to a breakpoint. Where it changed on both sides
+        # at the coarse steps and on neither at the fine ones, f rounds a change below its resolution to
+        # nothing (a cancellation near a special-cased point: (x - sin x)/x² at 0), and its measured noise,
+        # 0 where f is constant, bounds nothing.
+        with np.errstate(invalid="ignore"):
+            one_side = np.abs(self.gaps - 2 * np.abs(self.differences)) <= 1e-9 * self.gaps
+        held &= (one_side | unchanged | ~computed).all(0)
+        beside = held.copy()
         held &= np.abs(autograd) <= allowance
-        # With f(x) = 0, one side unchanged at every step is exactly gap = 2·|central difference|.
-        zero_side = (self.value[self.rows] == 0) & (self.measured[self.rows] == 0) & \
-            ((self.gaps == 2 * np.abs(self.differences)) | ~computed).all(0)
+        zero_side = (self.value[self.rows] == 0) & (self.measured[self.rows] == 0)
         value = self._choose()[0]
         reference = self._reference(np.where(np.isfinite(value), value, 0))
         # The estimates of a row and column near a breakpoint come from across it; where autograd claims an exact
@@ -230,7 +256,7 @@ class ConfirmingSearch(Search):
         own = np.abs(self.value[self.rows]) / self.size[self.columns]
         reference = np.maximum(reference, np.where(autograd == 0, own, 0))
         held &= allowance <= self.resolution * np.where(zero_side, np.maximum(reference, 1), reference)
-        return self._dense(held, False), self._dense(np.where(held, allowance, 0.0), 0.0)
+        return self._dense(beside, False), self._dense(held, False), self._dense(np.where(held, allowance, 0.0), 0.0)
 
     def steps_below(self, nearby: torch.Tensor) -> float:
         """Over the elements near a kink (nearby, (m, n)), the smallest of the largest steps, relative to
@@ -250,6 +276,14 @@ class ConfirmingSearch(Search):
         steps (a smooth f: h·f'' halves; a kink: the jump in slope stays), above rounding noise (_kinked). A
         flat element has no gap, and no kink."""
         return self._dense(self._kinked(window[self.columns]), False)
+
+    def kinks_below(self, window: np.ndarray) -> torch.Tensor:
+        """(m, n): the kink test at any window from each column's window k down to its finest tried."""
+        start = window[self.columns]
+        found = np.zeros(self.keys.size, dtype=bool)
+        for k in range(max(self.gaps.shape[0] - 2, 0)):
+            found |= (k >= start) & self._kinked(np.maximum(start, k))
+        return self._dense(found, False)
 
     def own_kinks(self) -> torch.Tensor:
         """(m, n): the kink test at each held element's own chosen window, which gave its estimate (its column's
@@ -273,28 +307,55 @@ class ConfirmingSearch(Search):
             dropped = fine + 2 * noise / np.abs(self.h[mine + 2, self.columns]) < KINK_RATIO * middle
         return kept & ~dropped  # False where a level is missing
 
+    def uneven_gaps(self, window: np.ndarray, mismatch: torch.Tensor) -> torch.Tensor:
+        """(m, n): mismatched elements whose one-sided gap, somewhere from the column's window k down to its
+        finest step tried and at least half the mismatch there, grows from one step to the next smaller one by
+        more than its rounding (4·noise_i/h: f at three points), or keeps within a factor 1/KINK_RATIO over
+        three halvings in a row. A smooth f's gap h·f'' halves with the step, and rounding's grows like 1/h;
+        kinks crossed at several steps (a batch's relus through one weight, each at its own distance) make it
+        fall and rise, or stay, below the kink test's noise margin, and the mismatch can be their sum."""
+        held = mismatch.numpy()[self.rows, self.columns]
+        start = window[self.columns]
+        noise = 4 * self.noise()[self.rows]
+        g = self.gaps
+        found = np.zeros(self.keys.size, dtype=bool)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            large = g >= held / 2
+            ratio = g[1:] / g[:-1]
+            rising = (g[1:] > g[:-1] + noise / np.abs(self.h[1:, self.columns])) & large[1:]
+            level = ((ratio >= KINK_RATIO) & (ratio <= 1 / KINK_RATIO) & large[1:] & large[:-1])
+            for k in range(g.shape[0] - 1):
+                found |= (k >= start) & rising[k]
+                if k + 2 < level.shape[0]:
+                    found |= (k >= start) & level[k] & level[k + 1] & level[k + 2]
+        return self._dense(found & (held > 0), False)
+
     def one_sided(self, window: np.ndarray, jacobian: torch.Tensor, mismatch: torch.Tensor) -> torch.Tensor:
-        """(m, n): mismatched elements where one one-sided difference, the same side at steps k and k + 1 of
-        the column's window, equals autograd's value within a quarter of the mismatch, resolved above
-        rounding: autograd took the slope on one side of a kink within the step, which the central
-        difference averages with the other (a relu whose input sits closer to 0 than the step, its gap
-        hidden below the kink test's noise margin). For a smooth f with a wrong autograd J = f' + δ no side
-        can: D± = f' ± h·f''/2 would have to be within δ/4 of f' + δ at h and at h/2 alike."""
-        mine = window[self.columns]
-        elements = np.arange(self.keys.size)
+        """(m, n): mismatched elements where one one-sided difference, the same side at two consecutive steps
+        from the column's window k down to its finest tried, equals autograd's value within a quarter of the
+        mismatch, resolved above rounding: autograd took the slope on one side of a kink within the step,
+        which the central difference averages with the other (a relu whose input sits closer to 0 than the
+        step, its gap hidden below the kink test's noise margin). For a smooth f with a wrong autograd
+        J = f' + δ no side can: D± = f' ± h·f''/2 would have to be within δ/4 of f' + δ at h and at h/2 alike."""
+        start = window[self.columns]
         wanted = jacobian.numpy()[self.rows, self.columns]
         tolerance = mismatch.numpy()[self.rows, self.columns] / 4
         noise = self.noise()[self.rows]
         agreed = np.zeros(self.keys.size, dtype=bool)
+        # A level at which f_i changed on neither side shows no slope: its D± = 0 is no side's (a cancellation
+        # rounds f to a constant at fine steps, a staircase is flat between stairs).
+        changed = ~self._unchanged()
         with np.errstate(invalid="ignore"):
-            for side in (1.0, -1.0):  # the gaps are |D+ - D-|: D± is the central difference ± half of it
-                both = tolerance > 0
-                for level in (mine, mine + 1):
-                    value = self.differences[level, elements] + side * self.gaps[level, elements] / 2
-                    rounding = 2 * noise / np.abs(self.h[level, self.columns])
-                    both &= (np.abs(value - wanted) <= tolerance) & (rounding <= tolerance)
-                agreed |= both
-        return self._dense(agreed, False)
+            close = []  # per level and side: D± within the tolerance of autograd, resolved above rounding
+            for level in range(self.gaps.shape[0]):
+                rounding = 2 * noise / np.abs(self.h[level, self.columns])
+                # The gaps are |D+ - D-|: D± is the central difference ± half of it.
+                close.append([(np.abs(self.differences[level] + side * self.gaps[level] / 2 - wanted) <= tolerance)
+                              & (rounding <= tolerance) & changed[level] for side in (1.0, -1.0)])
+            for level in range(len(close) - 1):
+                for side in range(2):
+                    agreed |= (level >= start) & close[level][side] & close[level + 1][side]
+        return self._dense(agreed & (tolerance > 0), False)
 
 
 
@@ -360,7 +421,11 @@ def confirm(search: ConfirmingSearch, jacobian: torch.Tensor, relative_noise: np
         independent, spread = search.independent()
         mismatch = difference = _difference(jacobian, numerical)
         sides = (jacobian - independent).abs() > (numerical - independent).abs()
-        unconfirmed = suspect.unsqueeze(0) & (mismatch > allowed) & ~(sides & (spread <= mismatch))
+        # The witness, the finest window that can resolve the mismatch, must not side with autograd by more than
+        # its rounding: where the finer steps move toward autograd, the coarser ones crossed what they do not
+        # (a batch's relus, each kink at its own distance), however well they agree among themselves.
+        toward = (jacobian - finest).abs() + search.witness_rounding() / 2 <= (numerical - finest).abs()
+        unconfirmed = suspect.unsqueeze(0) & (mismatch > allowed) & (~(sides & (spread <= mismatch)) | toward)
     domain = ~_finite(numerical)
     # Only where it decides: autograd's rounding near an exact 0 is within its allowance, and passes.
     unresolved = search.unresolved_flat(jacobian) & (difference > allowed)
@@ -371,19 +436,27 @@ def confirm(search: ConfirmingSearch, jacobian: torch.Tensor, relative_noise: np
         # A mismatch whose estimate came from a window across a breakpoint (two of sort's inputs closer than
         # its steps) while its column's finest-resolved element's window lies below it.
         kink |= search.own_kinks() & (difference > allowed)
-        # A kink whose gap the noise margin hides shows as autograd equal to one side's slope.
-        kink |= search.one_sided(search.chosen_window(), jacobian,
-                                 torch.where(difference > allowed, difference, torch.zeros_like(difference)))
+        # A kink whose gap the noise margin hides shows as autograd equal to one side's slope, or as a gap that
+        # rises or stays where a smooth f's halves. Each test runs from the chosen window down to the finest step tried:
+        # kinks crossed at several steps (a batch's relus through one weight, each at its own distance) can
+        # pass any of them at the chosen window alone.
+        outside = torch.where(difference > allowed, difference, torch.zeros_like(difference))
+        kink |= search.kinks_below(search.chosen_window()) & (outside > 0)
+        kink |= search.one_sided(search.chosen_window(), jacobian, outside)
+        kink |= search.uneven_gaps(search.chosen_window(), outside)
     kink &= ~domain
     # f changed at coarse steps and not at the finest: a kink lies near x, not at it (relu left of 0, clamp's
     # bound, a step's width away), and f is flat beside x to its rounding, which resolves no slope there (a
     # kink at x changes f at every step). Both marks, on a kink and on an element the coarse steps left
     # unjudged (never on a mismatch: that is judged as it stands): verdict.reason calls it "kink nearby".
-    nearby = search.unchanged_at_finest() & (kink | (~converged & ~(difference > allowed)))
-    # Where f did not change on either side of x from some step down, and autograd is within its rounding
-    # over that step (relu just left of 0, sort's inputs closer than the coarse steps), the finest steps do
-    # resolve a slope of 0: judged there.
-    flat, flat_allowed = search.flat_beside(nearby, jacobian)
+    flat_at_finest = search.unchanged_at_finest()
+    nearby = flat_at_finest & (kink | (~converged & ~(difference > allowed)))
+    # Where f did not change on either side of x from some step down, having changed on one side alone at
+    # each coarser step, and autograd is within its rounding over that step (relu just left of 0, sort's
+    # inputs closer than the coarse steps), the finest steps do resolve a slope of 0: judged there, whatever
+    # the coarse steps, across the breakpoint, made of it (a mismatch too).
+    beside, flat, flat_allowed = search.flat_beside(flat_at_finest, jacobian)
+    nearby |= beside
     if bool(flat.any()):
         numerical = torch.where(flat, torch.zeros_like(numerical), numerical)
         allowed = torch.where(flat, flat_allowed, allowed)

@@ -36,9 +36,10 @@ REASONS = {
     "domain": "f is not finite at x ± h for every step tried: x is on the edge of f's domain; check at an "
               "interior point",
     "unconfirmed": "autograd is outside the chosen estimate's allowance, but no independent estimate (a window "
-                   "sharing none of its steps) resolves the mismatch and sides with it: one window of several can "
-                   "agree with its neighbours by chance (f's rounding noise, or an oscillation aliased at coarse "
-                   "steps); {remedy}",
+                   "sharing none of its steps) resolves the mismatch and sides with it, or the finest steps that "
+                   "can resolve it do not: one window of several can agree with its neighbours by chance (f's "
+                   "rounding noise, an oscillation aliased at coarse steps, kinks the coarse steps cross); "
+                   "{remedy}",
     "unstable": "estimates at coarse and fine steps disagree, or f is flat between jumps at a fine scale: f "
                 "varies on a scale near the step (a staircase such as round, or a fast oscillation); check at "
                 "another point",
@@ -229,7 +230,7 @@ def message(report: CheckReport, limit: int = 3) -> str:
 
 def rounding_sized(report: CheckReport, wrong: list[Element]) -> str:
     """Where every mismatch is as small as rounding leaves it, what would give it ("" otherwise): rounding at
-    the scale of the Jacobian's largest entry (a backward that loses its small entries' precision to a
+    the scale of the Jacobian's largest judged entry (a backward that loses its small entries' precision to a
     cancellation), or of 1 where every entry is smaller (intermediates near 1); in a float64 check, float32's
     rounding (a backward that computes in float32). The verdict stands: the values differ by more than the
     estimate allows."""
@@ -238,10 +239,12 @@ def rounding_sized(report: CheckReport, wrong: list[Element]) -> str:
     eps = machine_epsilon(to_dtype(report.dtype))
     in_float32 = report.dtype == "float64" and len(relative) == len(wrong) and max(relative) <= ROUNDINGS * float32
     largest = max(e.difference for e in wrong)
-    numerical = report.numerical[report.numerical.isfinite()]
-    scale = float(numerical.abs().max()) if numerical.numel() else 0.0
+    # The scale of the judged entries: a row the check could not judge (f amplifies its rounding there, a
+    # normalisation of inputs near its eps) holds entries whose size says nothing of the others' rounding.
+    judged = report.numerical[report.numerical.isfinite() & ~report.inconclusive]
+    scale = float(judged.abs().max()) if judged.numel() else 0.0
     if 0 < largest <= ROUNDINGS * eps * scale and max(relative, default=0.0) > ROUNDINGS * eps:
-        return (f"Every difference is at most {largest / (eps * scale):.2g} ε of the Jacobian's largest entry "
+        return (f"Every difference is at most {largest / (eps * scale):.2g} ε of the Jacobian's largest judged entry "
                 f"({scale:.3g}): right to rounding at that scale, the backward loses the precision of its small "
                 f"entries (a cancellation, such as 1 − 1/(1 + eˣ) where eˣ is small); compute them accurately, or "
                 f"accept the loss with atol={ROUNDINGS * eps * scale:.2g} and an rtol for the other entries (atol "
