@@ -24,7 +24,7 @@ from collections.abc import Callable
 import torch
 
 from checks import check_jacobian, check_module
-from checks.teaching.mutants import mutant
+from checks.teaching.mutants import LeakingReLU, mutant
 
 
 def _rows(seed: int, shape: tuple[int, ...] = (8, 32)) -> torch.Tensor:
@@ -74,25 +74,6 @@ ELEMENTWISE = {
 }
 
 
-class _LeakyBackward(torch.autograd.Function):
-    """relu whose backward leaks 0.01 of the gradient below 0."""
-
-    @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        return a.clamp(min=0)
-
-    @staticmethod
-    def backward(ctx, g):
-        (a,) = ctx.saved_tensors
-        return g * torch.where(a > 0, 1.0, 0.01).to(g.dtype)
-
-
-class _Leaky(torch.nn.Module):
-    def forward(self, a: torch.Tensor) -> torch.Tensor:
-        return _LeakyBackward.apply(a)
-
-
 def _network(seed: int, activation: type[torch.nn.Module], dtype: torch.dtype) -> torch.nn.Module:
     torch.manual_seed(seed)
     return torch.nn.Sequential(torch.nn.Linear(6, 16), activation(), torch.nn.Linear(16, 3)).to(dtype)
@@ -125,7 +106,7 @@ def main() -> None:
                 if name == "relu network":
                     x = _rows(2000 + seed, (16, 6)).to(dtype)
                     right_outcomes[check_module(_network(seed, torch.nn.ReLU, dtype), _loss, x).outcome] += 1
-                    wrong_outcomes[check_module(_network(seed, _Leaky, dtype), _loss, x).outcome] += 1
+                    wrong_outcomes[check_module(_network(seed, LeakingReLU, dtype), _loss, x).outcome] += 1
                     continue
                 right, wrong, make = ELEMENTWISE[name]
                 x = make(seed)

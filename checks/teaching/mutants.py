@@ -167,6 +167,17 @@ def suite(deltas: tuple[float, ...] = DELTAS) -> list[Case]:
     return [*correct_cases(), *scaled_cases(deltas), *structural_cases()]
 
 
+class LeakingReLU(torch.nn.Module):
+    """relu whose backward leaks 0.01 of the gradient below 0 (a leaky relu's backward, by mistake): a bug
+    in a network of relus, where kinks lie at many distances from the point."""
+
+    def forward(self, a: torch.Tensor) -> torch.Tensor:
+        return _LEAKING_RELU(a)
+
+
+_LEAKING_RELU = mutant(torch.relu, lambda a, g: g * torch.where(a > 0, 1.0, 0.01).to(g.dtype), "ReluLeakingBelowZero")
+
+
 def noisy(f: Callable[..., object], k: float, seed: int) -> Callable[..., object]:
     """f with its rounding amplified k times: each output multiplied by 1 + u·k·ε (ε of its dtype), u uniform
     in [-1, 1] and drawn afresh at every evaluation from a generator seeded with `seed`. A model of what an

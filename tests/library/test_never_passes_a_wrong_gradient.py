@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from checks.core.checker import check_jacobian, check_module
-from checks.teaching.mutants import mutant
+from checks.teaching.mutants import LeakingReLU, mutant
 
 F64, F32 = torch.float64, torch.float32
 X = (0.3, -0.7, 1.1, 0.5)
@@ -229,25 +229,6 @@ def test_one_row_that_amplifies_its_rounding_does_not_widen_the_others() -> None
     assert not any(e.output // 32 == 0 for e in wrong.elements("pass") if e.autograd != e.numerical)
 
 
-class LeakyBackwardReLU(torch.autograd.Function):
-    """relu whose backward leaks a slope of 0.01 below 0 (a leaky relu's, by mistake)."""
-
-    @staticmethod
-    def forward(ctx, a):
-        ctx.save_for_backward(a)
-        return a.clamp(min=0)
-
-    @staticmethod
-    def backward(ctx, g):
-        (a,) = ctx.saved_tensors
-        return g * torch.where(a > 0, 1.0, 0.01).to(g.dtype)
-
-
-class LeakyBackward(torch.nn.Module):
-    def forward(self, a: torch.Tensor) -> torch.Tensor:
-        return LeakyBackwardReLU.apply(a)
-
-
 @pytest.mark.parametrize("seed", [0, 6, 8])
 def test_a_relu_network_in_float32_is_not_failed_for_the_kinks_its_steps_cross(seed: int) -> None:
     # A batch's pre-activations near 0 put kinks at many distances from the weights: float32's coarse steps
@@ -260,4 +241,4 @@ def test_a_relu_network_in_float32_is_not_failed_for_the_kinks_its_steps_cross(s
     x = torch.randn(16, 6, generator=torch.Generator().manual_seed(2000 + seed), dtype=torch.float64).to(F32)
     report = check_module(model(torch.nn.ReLU), lambda y: (y ** 2).mean(), x)
     assert report.outcome != "fail", report.message()
-    assert check_module(model(LeakyBackward), lambda y: (y ** 2).mean(), x).outcome == "fail"
+    assert check_module(model(LeakingReLU), lambda y: (y ** 2).mean(), x).outcome == "fail"
