@@ -5,7 +5,7 @@
 
 Cases, each with torch's own backward (correct) and a planted bug: sorted values (a backward gathering where
 it should scatter), topk's values (the bug: the first two gradients swapped), median along a row (the bug:
-the gradient to the next element), max-pooling (the bug: the gradient to the window's first element), a clamp
+the gradient to the next element), max-pooling (the bug: the gradient to the window's left column), a clamp
 (the bug: its mask wider than its bounds), and a small relu network checked by check_module against a
 squared loss (the bug: a backward leaking 0.01 of the gradient below 0). Inputs: randn, one batch per seed.
 
