@@ -81,7 +81,7 @@ class ConfirmingSearch(Search):
         if windows < 2:
             return chosen
         window = chosen[-1]
-        kinked = np.stack([self._kinked(np.full(self.keys.size, w), self._noise) for w in range(windows)])
+        kinked = self._kink_table(self._noise)
         moved = _at(kinked, window)
         if not moved.any():
             return chosen
@@ -215,9 +215,9 @@ class ConfirmingSearch(Search):
                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Of the elements f changed at coarse steps and not at the finest (candidates, (m, n): whatever their
         coarse estimate says, which comes from across a breakpoint), those at which f_i changed on neither side
-        of x at any step from some step h down (relu just left of 0, two of sort's inputs closer than the coarse steps, a
-        max-pool window's runner-up): below the breakpoint f_i's slope is at most its rounding over h, the larger
-        of 2·noise_i/h (f_i unchanged: its true change is within twice an evaluation's rounding) and
+        of x at any step from some step h down (relu just left of 0, two of sort's inputs closer than the coarse
+        steps, a max-pool window's runner-up): below the breakpoint f_i's slope is at most its rounding over h,
+        the larger of 2·noise_i/h (f_i unchanged: its true change is within twice an evaluation's rounding) and
         ε·max(|x_j|, 1)/h (x_j's scale enters f's intermediates, where f_i is exactly 0 and noise_i with it).
         Only where, at every step, f_i changed on one side of x alone: a change on both sides that vanishes
         at the fine steps is f rounding it away (a cancellation), not a flat side. Returns those elements (a
@@ -229,10 +229,10 @@ class ConfirmingSearch(Search):
         (relu left of 0, whose row and column hold nothing else: x's scale sets the allowance's there)."""
         unchanged = self._unchanged()
         computed = np.isfinite(self.h[:, self.columns])
-        first = unchanged.argmax(0)  # the first level, the largest step, at which f_i changed on neither side
+        first, largest = self._first_unchanged(unchanged)
         below = np.arange(unchanged.shape[0])[:, None] >= first[None]
-        held = candidates.numpy()[self.rows, self.columns] & unchanged.any(0) & (unchanged | ~computed | ~below).all(0)
-        largest = np.abs(self.h[first, self.columns])
+        held = candidates.numpy()[self.rows, self.columns] & unchanged.any(0)
+        held &= (unchanged | ~computed | ~below).all(0)
         rounding = np.maximum(2 * self.noise()[self.rows], self.eps * self.size[self.columns])
         allowance = self.safety * (rounding / largest + self.tiny)
         autograd = jacobian.numpy()[self.rows, self.columns]
@@ -267,7 +267,7 @@ class ConfirmingSearch(Search):
         held &= unchanged.any(0)
         if not held.any():
             return math.nan
-        smallest = float((np.abs(self.h[unchanged.argmax(0), self.columns]) / self.size[self.columns])[held].min())
+        smallest = float((self._first_unchanged(unchanged)[1] / self.size[self.columns])[held].min())
         # Below the least max_step the first batch of steps has room for, there is none to give.
         return smallest if smallest >= 2 ** (FIRST_LEVELS - 1) * step_floor(self.eps) else math.nan
 
@@ -277,13 +277,22 @@ class ConfirmingSearch(Search):
         flat element has no gap, and no kink."""
         return self._dense(self._kinked(window[self.columns]), False)
 
+    def _first_unchanged(self, unchanged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per held element, the first level (the largest step) at which f_i changed on neither side of x, and
+        that step (unchanged: Search._unchanged's table; level 0 where there is none)."""
+        first = unchanged.argmax(0)
+        return first, np.abs(self.h[first, self.columns])
+
     def kinks_below(self, window: np.ndarray) -> torch.Tensor:
         """(m, n): the kink test at any window from each column's window k down to its finest tried."""
-        start = window[self.columns]
-        found = np.zeros(self.keys.size, dtype=bool)
-        for k in range(max(self.gaps.shape[0] - 2, 0)):
-            found |= (k >= start) & self._kinked(np.maximum(start, k))
-        return self._dense(found, False)
+        kinked = self._kink_table()
+        below = np.arange(kinked.shape[0])[:, None] >= window[self.columns][None]
+        return self._dense((kinked & below).any(0), False)
+
+    def _kink_table(self, noise: np.ndarray | None = None) -> np.ndarray:
+        """The kink test at every window, for every held element, (windows, elements)."""
+        tables = [self._kinked(np.full(self.keys.size, w), noise) for w in range(self.depth - 2)]
+        return np.stack(tables) if tables else np.zeros((0, self.keys.size), dtype=bool)
 
     def own_kinks(self) -> torch.Tensor:
         """(m, n): the kink test at each held element's own chosen window, which gave its estimate (its column's
@@ -437,9 +446,9 @@ def confirm(search: ConfirmingSearch, jacobian: torch.Tensor, relative_noise: np
         # its steps) while its column's finest-resolved element's window lies below it.
         kink |= search.own_kinks() & (difference > allowed)
         # A kink whose gap the noise margin hides shows as autograd equal to one side's slope, or as a gap that
-        # rises or stays where a smooth f's halves. Each test runs from the chosen window down to the finest step tried:
-        # kinks crossed at several steps (a batch's relus through one weight, each at its own distance) can
-        # pass any of them at the chosen window alone.
+        # rises or stays where a smooth f's halves. Each test runs from the chosen window down to the finest
+        # step tried: kinks crossed at several steps (a batch's relus through one weight, each at its own
+        # distance) can pass any of them at the chosen window alone.
         outside = torch.where(difference > allowed, difference, torch.zeros_like(difference))
         kink |= search.kinks_below(search.chosen_window()) & (outside > 0)
         kink |= search.one_sided(search.chosen_window(), jacobian, outside)
