@@ -9,6 +9,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from .batching import quiet_fallback
 from .errors import in_place_named
 from .forward import first_line, flat_jacobian, forward_jacobian
 from .properties import (
@@ -69,8 +70,9 @@ def autograd_jacobian(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor
                     count = min(block, outputs - begin)
                     seeds = torch.zeros(count, outputs, dtype=value.dtype, device=value.device)
                     seeds[torch.arange(count), torch.arange(begin, begin + count)] = 1
-                    (rows,) = torch.autograd.grad(value, leaf, seeds, retain_graph=True, is_grads_batched=True,
-                                                  allow_unused=True)
+                    with quiet_fallback():
+                        (rows,) = torch.autograd.grad(value, leaf, seeds, retain_graph=True, is_grads_batched=True,
+                                                      allow_unused=True)
                     if rows is not None:
                         jacobian[begin:begin + count] = flat_jacobian(rows, x).numpy()
                 return (torch.from_numpy(jacobian), "reverse", "torch.autograd.grad with is_grads_batched=True",

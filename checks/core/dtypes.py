@@ -23,7 +23,7 @@ def to_dtype(name: str | torch.dtype) -> torch.dtype:
             f"dtype {dtype_name(dtype)} cannot carry gradients: autograd needs a floating-point "
             f"or complex dtype (use float32 or float64)"
         )
-    if dtype.is_floating_point and dtype.itemsize == 1:
+    if dtype.is_floating_point and torch.finfo(dtype).bits == 8:
         raise DtypeError(
             f"dtype {dtype_name(dtype)} is a float8 storage format: torch has no arithmetic (and so no autograd) "
             f"in it; compute in bfloat16 or float32 and convert"

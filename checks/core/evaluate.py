@@ -9,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from .batching import quiet_fallback
 from .errors import CheckInputError, NonScalarOutputError
 
 Function = Callable[[torch.Tensor], torch.Tensor]
@@ -86,7 +87,8 @@ class Evaluator:
         if reference is not None and not includes_x:
             points = torch.cat([points, self.x.reshape(1, *self.shape)])
         try:
-            outputs = self._tensor(torch.func.vmap(self.f)(points))
+            with quiet_fallback():
+                outputs = self._tensor(torch.func.vmap(self.f)(points))
         # vmap cannot batch every f (.item(), data-dependent branches, in-place ops on views, randomness);
         # the loop below evaluates such an f point by point, and re-raises if f itself is broken.
         except Exception:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import torch
 
+from .batching import quiet_fallback
 from .errors import NoForwardModeError
 
 fwAD = torch.autograd.forward_ad
@@ -44,7 +45,7 @@ def forward_jacobian(g: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
     note = ""
     if transforms:
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), quiet_fallback():
                 # torch's own forward-mode decompositions script themselves on first use and warn that
                 # torch.jit.script is deprecated: torch's doing, not the caller's, so not shown in their tests.
                 warnings.filterwarnings("ignore", message="`torch.jit.script` is deprecated",

@@ -17,8 +17,9 @@ def flat_positions(coalesced: torch.Tensor) -> tuple[int, ...]:
 
 def rebuilt(indices: torch.Tensor, values: torch.Tensor, shape: torch.Size) -> torch.Tensor:
     """The sparse tensor of these values at a coalesced tensor's indices (differentiable in the values)."""
-    # The indices are a coalesced tensor's own: valid and sorted, so torch need not check them again.
-    return torch.sparse_coo_tensor(indices, values, shape, is_coalesced=True, check_invariants=False)
+    # The indices are a coalesced tensor's own: valid and sorted, so torch need not check them again. coalesce()
+    # marks the result coalesced, as the coalesced input was; sparse_coo_tensor's is_coalesced= is torch 2.1's.
+    return torch.sparse_coo_tensor(indices, values, shape, check_invariants=False).coalesce()
 
 
 def shown(x: torch.Tensor) -> str:

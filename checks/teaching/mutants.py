@@ -178,6 +178,27 @@ class LeakingReLU(torch.nn.Module):
 _LEAKING_RELU = mutant(torch.relu, lambda a, g: g * torch.where(a > 0, 1.0, 0.01).to(g.dtype), "ReluLeakingBelowZero")
 
 
+class BatchReversed(torch.autograd.Function):
+    """The identity with a wrong batching rule: torch.func.vmap hands each point of a batch another point's
+    value, as vmap of torch.roll without dims does in torch 2.13 (it rolls the batch). Its backward is right."""
+
+    @staticmethod
+    def forward(t: torch.Tensor) -> torch.Tensor:
+        return t.clone()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output) -> None:
+        pass
+
+    @staticmethod
+    def backward(ctx, g: torch.Tensor) -> torch.Tensor:
+        return g
+
+    @staticmethod
+    def vmap(info, in_dims, t: torch.Tensor) -> tuple[torch.Tensor, int]:
+        return t.flip(in_dims[0]), in_dims[0]
+
+
 def noisy(f: Callable[..., object], k: float, seed: int) -> Callable[..., object]:
     """f with its rounding amplified k times: each output multiplied by 1 + u·k·ε (ε of its dtype), u uniform
     in [-1, 1] and drawn afresh at every evaluation from a generator seeded with `seed`. A model of what an

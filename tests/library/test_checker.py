@@ -10,15 +10,13 @@ import torch
 import checks
 from checks.core.checker import check_jacobian
 from checks.core.estimate import NOISE_LINES, NOISE_REACH
-from checks.core.errors import CheckInputError, DtypeError, NaNInputError, NoForwardModeError, ShapeMismatchError
+from checks.core.errors import CheckInputError, DtypeError, NaNInputError, NoForwardModeError
 from checks.teaching.higher import (
     SECOND_DERIVATIVE_CHECKS,
-    AnalyticalMatrix,
-    matrix_record,
     run_torch_check,
     second_derivative_checks,
 )
-from checks.teaching.mutants import SCALED_BASES, correct_cases, mutant, structural_cases
+from checks.teaching.mutants import SCALED_BASES, BatchReversed, correct_cases, mutant, structural_cases
 
 X = (0.3, -0.7, 1.1, 0.5)
 
@@ -223,30 +221,14 @@ def test_second_derivative_checks_see_a_detached_backward_that_gradcheck_passes(
     assert all(table["message"].str.len() > 0)
 
 
-def test_matrix_records_hold_each_way_to_the_analytical_matrix() -> None:
-    hessian = AnalyticalMatrix("x0²·x1", lambda x: x[0] ** 2 * x[1], "[[2x1, 2x0], [2x0, 0]]",
-                               lambda x: torch.tensor([[2 * x[1], 2 * x[0]], [2 * x[0], 0.0]]), "twice", order=2)
-    for way in ("hessian", "create_graph", "richardson"):
-        record = matrix_record(hessian, [0.7, -1.3], way)
-        assert record.executed and record.passed, (way, record.message)
-        assert record.x == [0.7, -1.3]  # float64 from the start, not float32 widened
-    numerical = matrix_record(hessian, [0.7, -1.3], "richardson")
-    assert numerical.how == "numerical" and numerical.method == "richardson" and numerical.evaluations > 0
-    with pytest.raises(CheckInputError, match="gives a Jacobian"):
-        matrix_record(hessian, [0.7, -1.3], "jacrev")
-    wrong = AnalyticalMatrix("x0²·x1", hessian.f, "2x1", lambda x: torch.tensor([2 * x[1]]), "wrong shape", order=2)
-    with pytest.raises(ShapeMismatchError, match="outputs, inputs"):
-        matrix_record(wrong, [0.7, -1.3], "hessian")
-
-
 def test_a_batching_rule_that_does_not_hold_for_f_is_caught_and_f_evaluated_point_by_point() -> None:
-    # torch.func.vmap of torch.roll without dims (op_db's sample: a 0-d tensor, shifts=10) rolls the batch:
-    # a batched evaluation is another point's value. The first batch evaluates x too; its batched f(x)
-    # differs from the plain one.
+    # A batching rule that hands each point another point's value (vmap of torch.roll without dims does, in
+    # op_db's sample): a batched evaluation is another point's value. The first batch evaluates x too; its
+    # batched f(x) differs from the plain one.
     x = torch.tensor(-4.827, dtype=torch.float64)
     points = torch.stack([x + 0.1 * k for k in range(4)])
-    assert not torch.equal(torch.func.vmap(lambda t: torch.roll(t, 2))(points), points)  # the rule is wrong
-    report = check_jacobian(lambda t: torch.roll(t, 2), x)
+    assert not torch.equal(torch.func.vmap(BatchReversed.apply)(points), points)  # the rule is wrong
+    report = check_jacobian(BatchReversed.apply, x)
     assert report.outcome == "pass" and float(report.numerical[0, 0]) == pytest.approx(1.0, abs=1e-9)
     assert "vmap" in report.note
     assert check_jacobian(torch.sin, x).note == ""

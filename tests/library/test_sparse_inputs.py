@@ -3,6 +3,8 @@ items 7 and 9): each named by its index in the dense tensor; a wrong gradient th
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 
@@ -10,6 +12,8 @@ from checks import check_jacobian
 from checks.core.errors import CheckInputError
 
 F64 = torch.float64
+# gradcheck's check at the specified elements: masked=True since torch 2.1, check_sparse_nnz=True before.
+MASKED = "masked" if "masked" in inspect.signature(torch.autograd.gradcheck).parameters else "check_sparse_nnz"
 
 
 def matrix() -> torch.Tensor:
@@ -46,7 +50,7 @@ def test_a_right_gradient_passes_at_the_specified_elements_as_gradcheck_masked_d
     assert [x.index(x.offset + k) for k in range(x.numel)] == [(0, 1), (1, 0), (1, 2)]
     assert "3 of 6 elements of `x`" in report.message()
     leaves = (matrix().requires_grad_(True), weight().requires_grad_(True))
-    assert torch.autograd.gradcheck(product, leaves, masked=True)
+    assert torch.autograd.gradcheck(product, leaves, **{MASKED: True})
 
 
 def test_a_wrong_gradient_of_the_sparse_input_fails_and_names_its_specified_elements() -> None:
