@@ -3,6 +3,7 @@ derivatives it used, and the outputs cut off from the inputs."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Literal
 
@@ -10,7 +11,9 @@ import numpy as np
 import torch
 
 from .batching import quiet_fallback
+from .dtypes import dtype_name
 from .errors import in_place_named
+from .numerical import machine_epsilon
 from .forward import first_line, flat_jacobian, forward_jacobian
 from .properties import (
     Graph,
@@ -29,6 +32,9 @@ MODES: tuple[Mode, ...] = ("reverse", "forward")
 # (torch.autograd.grad with is_grads_batched), the identity it is seeded with this many elements at a time.
 FEW_OUTPUTS = 4
 BATCHED_ROWS_LIMIT = 4_000_000
+# vᵀ·J summed from a table and by the plain backward round differently, each by about √outputs·ε·Σ|vᵢ·Jᵢⱼ|
+# (a random walk of roundings); beyond AGREE times that, the table is not the backward's.
+AGREE = 16
 # Where f has more outputs than checked inputs, the columns of its backward's Jacobian instead.
 DOUBLE_BACKWARD = "torch.autograd.grad of f's backward with respect to its output gradient, one column per input"
 
@@ -40,7 +46,10 @@ def autograd_jacobian(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor
 
     Reverse mode is plain autograd, what loss.backward() runs: one forward, then the rows of the Jacobian
     from torch.autograd.grad, batched over the outputs (is_grads_batched) where there are more than a few,
-    one backward per output otherwise or where the backward cannot be batched. (torch.func.jacrev would
+    one backward per output otherwise or where the backward cannot be batched; where f has more outputs
+    than checked inputs, the columns of the backward's own Jacobian instead. A table not made one backward
+    per output must give what one plain backward of a random output gradient gives (_the_backward_s), else
+    one backward per output makes it: what is checked is what the backward returns. (torch.func.jacrev would
     give the same rows, but imports torch._dynamo on first use, about a second in every fresh process.)
     Forward mode is checks.core.forward's (jacfwd, or dual numbers); for order 2, f is a vector–Jacobian
     product that calls autograd inside, which only dual numbers can differentiate (forward-over-reverse).
@@ -58,9 +67,15 @@ def autograd_jacobian(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor
             return torch.zeros(outputs, x.numel(), dtype=torch.float64), "reverse", "torch.autograd.grad", note
         if outputs > FEW_OUTPUTS and x.numel() < outputs:
             try:
-                return _columns_by_double_backward(value, leaf, x), "reverse", DOUBLE_BACKWARD, note
+                columns = _columns_by_double_backward(value, leaf, x)
             except (RuntimeError, NotImplementedError) as error:  # a backward that cannot be differentiated
                 note = f"f's backward could not be differentiated ({first_line(error)}); one row per output instead"
+            else:
+                if _the_backward_s(columns, value, leaf):
+                    return columns, "reverse", DOUBLE_BACKWARD, note
+                note = (f"f's backward differs from its own derivative with respect to the output gradient by "
+                        f"more than {dtype_name(leaf.dtype)}'s rounding (a term that ignores the output gradient, "
+                        f"a value computed outside autograd or in a lower precision); the backward's own rows instead")
         if outputs > FEW_OUTPUTS:
             try:
                 # The identity it is seeded with, BATCHED_ROWS_LIMIT elements of it at a time, into one float64
@@ -75,8 +90,14 @@ def autograd_jacobian(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor
                                                       allow_unused=True)
                     if rows is not None:
                         jacobian[begin:begin + count] = flat_jacobian(rows, x).numpy()
-                return (torch.from_numpy(jacobian), "reverse", "torch.autograd.grad with is_grads_batched=True",
-                        note)
+                if _the_backward_s(torch.from_numpy(jacobian), value, leaf):
+                    return (torch.from_numpy(jacobian), "reverse", "torch.autograd.grad with is_grads_batched=True",
+                            note)
+                note = "; ".join(filter(None, [note, f"the rows of torch.autograd.grad with is_grads_batched=True "
+                                                     f"differ from a plain backward by more than "
+                                                     f"{dtype_name(leaf.dtype)}'s rounding (a batching rule that does "
+                                                     f"not hold for f's backward, or a backward that rounds in a "
+                                                     f"lower precision); one backward per output instead"]))
             except (RuntimeError, NotImplementedError) as error:  # a backward vmap cannot batch
                 note = "; ".join(filter(None, [note, f"torch.autograd.grad could not batch f's backward "
                                                      f"({first_line(error)}); one backward per output instead"]))
@@ -88,9 +109,11 @@ def autograd_jacobian(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor
 
 def _columns_by_double_backward(value: torch.Tensor, leaf: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """The Jacobian of f's backward, column by column, where f has more outputs than checked inputs (a
-    sample of a large x): the backward's vᵀ·J is linear in v, so its derivative with respect to v along
-    e_j is column j of the very J the backward computes. One backward of the backward per column, instead
-    of one backward per output."""
+    sample of a large x): a backward's vᵀ·J is linear in v, so its derivative with respect to v along e_j
+    is column j of the very J the backward computes. One backward of the backward per column, instead of one
+    backward per output. That holds only for a backward linear in v and all inside autograd, which
+    _the_backward_s checks of the result: a term that ignores v, a gradient computed in numpy, or a write
+    whose derivative is not its value (gx[idx] += g with idx repeated) break it."""
     v = torch.zeros_like(value, requires_grad=True)
     (row,) = torch.autograd.grad(value, leaf, v, create_graph=True, allow_unused=True)
     if row is None:
@@ -102,6 +125,21 @@ def _columns_by_double_backward(value: torch.Tensor, leaf: torch.Tensor, x: torc
         (column,) = torch.autograd.grad(row[j], v, retain_graph=True, allow_unused=True)
         columns.append(torch.zeros_like(value) if column is None else column.reshape(-1))
     return torch.stack(columns, 1).detach().to(torch.float64).cpu()
+
+
+def _the_backward_s(jacobian: torch.Tensor, value: torch.Tensor, leaf: torch.Tensor) -> bool:
+    """Whether a Jacobian obtained other than by one backward per output (the backward differentiated, or
+    batched by vmap) is the backward's own: vᵀ·J against one plain backward of a random v."""
+    generator = torch.Generator().manual_seed(0)
+    v = torch.randn(value.numel(), generator=generator, dtype=torch.float64).to(value.dtype)
+    (real,) = torch.autograd.grad(value, leaf, v.to(value.device).reshape(value.shape), retain_graph=True,
+                                  allow_unused=True)
+    real = torch.zeros(leaf.numel(), dtype=torch.float64) if real is None else flat_jacobian(real, leaf)[0]
+    v = v.to(torch.float64)
+    predicted, scale = jacobian.T @ v, jacobian.abs().T @ v.abs()
+    allowed = AGREE * math.sqrt(value.numel()) * machine_epsilon(leaf.dtype) * (scale + real.abs())
+    both_not_finite = ~torch.isfinite(predicted) & ~torch.isfinite(real)
+    return bool(((real - predicted).abs() <= allowed).logical_or(both_not_finite).all())
 
 
 def detached_outputs(g: Signature | SecondOrder, graph: Graph | None) -> tuple[str, ...]:

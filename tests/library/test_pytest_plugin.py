@@ -118,6 +118,30 @@ def test_the_fixture_runs_each_dtype_and_device_and_names_the_wrong_gradient(tmp
     assert "(float32, cpu)" in run.stdout and "(float64, cpu)" in run.stdout
 
 
+SKIPPED_IN_FLOAT32 = '''
+import torch
+
+
+def test_clamp_just_beyond_its_bound(check_gradients):
+    check_gradients(lambda t: t.clamp(min=-1.0), torch.tensor([-1.0004, 1.0]))
+
+
+def test_relu_just_beside_its_kink(check_gradients):
+    check_gradients(lambda t: torch.relu(t - 0.5) + t, torch.tensor([0.5000403, 0.2]))
+'''
+
+
+def test_a_skipped_float32_run_is_listed_at_its_test(tmp_path: Path) -> None:
+    (tmp_path / "test_skips.py").write_text(SKIPPED_IN_FLOAT32, encoding="utf-8")
+    run = run_pytest(sys.executable, tmp_path, "-rs", environment={**os.environ, "CHECKS_DEVICES": "cpu"})
+    assert run.returncode == 0, run.stdout[-4000:]
+    listed = re.findall(r"^SKIPPED \[1\] (\S+?):(\d+): float32", run.stdout, re.MULTILINE)
+    lines = SKIPPED_IN_FLOAT32.splitlines()
+    tests = ("test_clamp_just_beyond_its_bound", "test_relu_just_beside_its_kink")
+    assert listed == [("test_skips.py", str(lines.index(f"def {name}(check_gradients):") + 1)) for name in tests], \
+        run.stdout[-3000:]
+
+
 def test_a_bad_marker_is_refused_by_name(tmp_path: Path) -> None:
     (tmp_path / "test_marker.py").write_text(
         "import pytest, torch\n\n@pytest.mark.gradient_checks(dtypes=['int64'])\n"
