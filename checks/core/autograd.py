@@ -3,17 +3,15 @@ derivatives it used, and the outputs cut off from the inputs."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
 import torch
 
-from .batching import quiet_fallback
+from .batching import direction, quiet_fallback, reproduces
 from .dtypes import dtype_name
 from .errors import in_place_named
-from .numerical import machine_epsilon
 from .forward import first_line, flat_jacobian, forward_jacobian
 from .properties import (
     Graph,
@@ -32,9 +30,6 @@ MODES: tuple[Mode, ...] = ("reverse", "forward")
 # (torch.autograd.grad with is_grads_batched), the identity it is seeded with this many elements at a time.
 FEW_OUTPUTS = 4
 BATCHED_ROWS_LIMIT = 4_000_000
-# vᵀ·J summed from a table and by the plain backward round differently, each by about √outputs·ε·Σ|vᵢ·Jᵢⱼ|
-# (a random walk of roundings); beyond AGREE times that, the table is not the backward's.
-AGREE = 16
 # Where f has more outputs than checked inputs, the columns of its backward's Jacobian instead.
 DOUBLE_BACKWARD = "torch.autograd.grad of f's backward with respect to its output gradient, one column per input"
 
@@ -130,16 +125,11 @@ def _columns_by_double_backward(value: torch.Tensor, leaf: torch.Tensor, x: torc
 def _the_backward_s(jacobian: torch.Tensor, value: torch.Tensor, leaf: torch.Tensor) -> bool:
     """Whether a Jacobian obtained other than by one backward per output (the backward differentiated, or
     batched by vmap) is the backward's own: vᵀ·J against one plain backward of a random v."""
-    generator = torch.Generator().manual_seed(0)
-    v = torch.randn(value.numel(), generator=generator, dtype=torch.float64).to(value.dtype)
-    (real,) = torch.autograd.grad(value, leaf, v.to(value.device).reshape(value.shape), retain_graph=True,
-                                  allow_unused=True)
-    real = torch.zeros(leaf.numel(), dtype=torch.float64) if real is None else flat_jacobian(real, leaf)[0]
-    v = v.to(torch.float64)
-    predicted, scale = jacobian.T @ v, jacobian.abs().T @ v.abs()
-    allowed = AGREE * math.sqrt(value.numel()) * machine_epsilon(leaf.dtype) * (scale + real.abs())
-    both_not_finite = ~torch.isfinite(predicted) & ~torch.isfinite(real)
-    return bool(((real - predicted).abs() <= allowed).logical_or(both_not_finite).all())
+    v = direction(value.numel(), value.dtype)
+    (plain,) = torch.autograd.grad(value, leaf, v.to(value.device).reshape(value.shape), retain_graph=True,
+                                   allow_unused=True)
+    plain = torch.zeros(leaf.numel(), dtype=torch.float64) if plain is None else flat_jacobian(plain, leaf)[0]
+    return reproduces(jacobian.T, v, plain, leaf.dtype)
 
 
 def detached_outputs(g: Signature | SecondOrder, graph: Graph | None) -> tuple[str, ...]:

@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 import torch
 
-from .batching import quiet_fallback
+from .batching import direction, quiet_fallback, reproduces
+from .dtypes import dtype_name
 from .errors import NoForwardModeError
 
 fwAD = torch.autograd.forward_ad
@@ -50,11 +51,16 @@ def forward_jacobian(g: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
                 # torch.jit.script is deprecated: torch's doing, not the caller's, so not shown in their tests.
                 warnings.filterwarnings("ignore", message="`torch.jit.script` is deprecated",
                                         category=DeprecationWarning)
-                return flat_jacobian(torch.func.jacfwd(g)(x.clone()), x), JACFWD, ""
+                table = flat_jacobian(torch.func.jacfwd(g)(x.clone()), x)
         # torch.func refuses autograd.Functions it cannot transform (no setup_context, no vmap rule) and f
         # that call autograd inside; the dual numbers below need only the jvp.
         except (RuntimeError, NotImplementedError) as error:
             note = f"torch.func.jacfwd could not transform f ({first_line(error)}); dual numbers instead"
+        else:
+            if _the_jvp_s(table, g, x, outputs, differentiable):
+                return table, JACFWD, ""
+            note = (f"torch.func.jacfwd's columns differ from a plain jvp by more than {dtype_name(x.dtype)}'s "
+                    f"rounding (a batching rule that does not hold for f's jvp); dual numbers instead")
     columns = []
     try:
         with fwAD.dual_level():
@@ -75,3 +81,19 @@ def forward_jacobian(g: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
             f"{cause}). Define a jvp staticmethod on the autograd.Function (the tangent of forward's output from "
             f"the inputs' tangents), or check the backward with mode='reverse'") from error
     return flat_jacobian(torch.stack(columns, 1), x), DUAL_NUMBERS, note
+
+
+def _the_jvp_s(table: torch.Tensor, g: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, outputs: int,
+               differentiable: bool) -> bool:
+    """Whether jacfwd's table is the jvp's own: J·u against one plain dual-number product along a random u.
+    Where the plain product cannot be formed (jacfwd transformed what dual numbers cannot), the table stands."""
+    u = direction(x.numel(), x.dtype)
+    try:
+        with fwAD.dual_level():
+            primal = x.detach().clone().requires_grad_(differentiable)
+            tangent = fwAD.unpack_dual(g(fwAD.make_dual(primal, u.to(x.device)))).tangent
+    except (RuntimeError, NotImplementedError):
+        return True
+    plain = torch.zeros(outputs, dtype=torch.float64) if tangent is None else \
+        tangent.detach().reshape(-1).to(torch.float64).cpu()
+    return reproduces(table, u, plain, x.dtype)

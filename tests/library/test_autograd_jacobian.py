@@ -2,7 +2,8 @@
 checked inputs it is read from the backward differentiated with respect to its output gradient, and where
 it has many outputs the backward runs batched by vmap; each is compared with one plain backward of a random
 output gradient, and one backward per output takes over where they differ (engineer trial 5: a scatter
-that drops repeated indices had passed, and a gradient computed in numpy had failed)."""
+that drops repeated indices had passed, and a gradient computed in numpy had failed). So in forward mode:
+jacfwd's columns against one plain jvp."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import torch
 
 from checks import assert_gradients, check_jacobian
 from checks.core.autograd import DOUBLE_BACKWARD, _the_backward_s
+from checks.core.forward import DUAL_NUMBERS
+from checks.teaching.mutants import BatchReversed
 
 F64 = torch.float64
 DTYPES = (torch.float64, torch.float32)
@@ -128,6 +131,35 @@ def test_batched_rows_that_a_plain_backward_does_not_reproduce_give_way_to_one_b
     report = check_jacobian(SineRoundedInFloat32.apply, torch.linspace(-2.0, 2.0, 6, dtype=F64))
     assert report.outcome == "fail" and report.method == "torch.autograd.grad"
     assert "is_grads_batched=True differ from a plain backward by more than float64's rounding" in report.note
+
+
+class CopyWithAWrongBatchedJvp(torch.autograd.Function):
+    """A copy whose jvp is right called plainly, but batched by torch.func.jacfwd hands each column another's."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x):
+        return x.clone()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+    @staticmethod
+    def jvp(ctx, t):
+        return BatchReversed.apply(t)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=NAMES.get)
+def test_jacfwd_columns_that_a_plain_jvp_does_not_reproduce_give_way_to_dual_numbers(dtype: torch.dtype) -> None:
+    report = check_jacobian(CopyWithAWrongBatchedJvp.apply, torch.linspace(-1.0, 1.0, 6, dtype=dtype), mode="forward")
+    assert report.outcome == "pass", report.message()
+    assert report.method == DUAL_NUMBERS and "torch.func.jacfwd's columns differ from a plain jvp" in report.note
 
 
 def test_a_table_is_the_backward_s_up_to_rounding_and_not_one_element_more() -> None:
