@@ -18,6 +18,8 @@ from .properties import (
     PropertyCheck,
     batched,
     batched_forward,
+    linear,
+    linear_tangents,
     reentrant,
     undefined_gradients,
     undefined_tangents,
@@ -143,20 +145,24 @@ def detached_outputs(g: Signature | SecondOrder, graph: Graph | None) -> tuple[s
 
 def derivative_properties(g: Signature | SecondOrder, mode: Mode, seed: int, nondet_tol: float,
                            undefined: bool, vectorized: bool, graph: Graph | None = None) -> tuple[PropertyCheck, ...]:
-    """The property checks of the derivatives the check used: reentrancy and undefined output gradients of
-    the backward (reverse mode); undefined tangents (forward mode, first order: second order's tangents
-    enter f's backward through one flat vector); batched gradients on request (either mode)."""
+    """The property checks of the derivatives the check used: reentrancy, an unchanged output gradient and
+    undefined output gradients of the backward (reverse mode); undefined tangents (forward mode, first order:
+    second order's tangents enter f's backward through one flat vector); linearity in the vector; batched
+    gradients on request (either mode)."""
     checks = []
     if mode == "forward":
-        if undefined and isinstance(g, Signature):
-            checks.append(undefined_tangents(g, seed))
+        if isinstance(g, Signature):
+            if undefined:
+                checks.append(undefined_tangents(g, seed))
+            checks.append(linear_tangents(g, seed, nondet_tol))
         if vectorized:
             checks.append(batched_forward(g, seed))
         return tuple(checks)
     graph = Graph.of(g) if graph is None else graph
-    checks.append(reentrant(graph, seed, nondet_tol))
+    checks.extend(reentrant(graph, seed, nondet_tol))
     if undefined:
         checks.append(undefined_gradients(graph, seed))
+    checks.append(linear(graph, seed, nondet_tol))
     if vectorized:
         checks.append(batched(graph, seed))
     return tuple(checks)

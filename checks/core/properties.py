@@ -13,6 +13,13 @@ run (f does not change its inputs). Each compares two computations element by el
   derivative itself, a common bug that a scalar output's Jacobian cannot show) fails the first. In forward
   mode, the same for an input's undefined tangent (per output element), within torch.testing.assert_close's
   tolerance, as gradcheck's torch.allclose: a jvp that skips an undefined tangent sums the rest in another order.
+- linear: the backward of -8·v is -8 times the backward of v (v a random grad_output); in forward mode, the
+  same of the jvp and a random tangent. A vector–Jacobian product is linear in v; a backward that is not
+  (g.sign(), g.abs(), a clamp of g, a term without g) can give the right row at every unit vector, so no
+  Jacobian built from them shows it. Scaling by a power of two commutes with rounding, so the two agree
+  exactly (up to nondet_tol), whatever the backward's cancellations or precision.
+- the output gradient unchanged: the backward does not write into the grad_output it receives (a
+  backward that does fails plain y.sum().backward(), whose grad_output is an expanded tensor).
 - batched backward: torch.autograd.grad with is_grads_batched=True (vmap over the backward, as
   gradcheck's check_batched_grad) equals one backward per grad_output; in forward mode, torch.func.vmap over
   the Jacobian-vector product equals one per tangent. Compared with torch.testing.assert_close's
@@ -40,6 +47,9 @@ from .signature import Argument, Signature
 
 # torch.testing.assert_close's defaults (rtol, atol): a batched and a looped backward compute the same thing.
 SAME_COMPUTATION = {torch.float32: (1.3e-6, 1e-5), torch.float64: (1e-7, 1e-7)}
+# The linearity check's factor: a power of two (exact in rounding) and negative (g.abs() is not odd), large
+# enough that a clamp of g at 1 clips it.
+SCALE = -8.0
 # How many grad_outputs (tangents) the batched check stacks.
 BATCH = 2
 # Each check's failure, as a message's headline.
@@ -49,6 +59,11 @@ FAILURES = {
     "undefined output gradients": "The backward mishandles undefined output gradients",
     "undefined tangents": "The forward-mode derivative mishandles undefined tangents",
     "batched": "Batched gradients differ from one at a time",
+    "linear": "The backward is not linear in its output gradient (g.sign(), g.abs(), a clamp of g, or a term "
+              "without g)",
+    "linear tangents": "The forward-mode derivative is not linear in its tangent (t.sign(), t.abs(), a clamp of "
+                       "t, or a term without t)",
+    "output gradient unchanged": "The backward changes its output gradient in place",
 }
 # A check whose run raised, as a message's headline.
 RAISED = {
@@ -56,6 +71,8 @@ RAISED = {
     "undefined output gradients": "The backward fails on undefined output gradients",
     "undefined tangents": "The forward-mode derivative fails on undefined tangents",
     "batched": "Gradients cannot be batched",
+    "linear": "The backward cannot run on a random output gradient",
+    "linear tangents": "The forward-mode derivative cannot run on a random tangent",
 }
 
 
@@ -87,7 +104,8 @@ class PropertyElement:
 class PropertyCheck:
     """One property, per element (flattened over `arguments`): observed against expected.
 
-    name      -- "not mutated", "reentrant", "undefined output gradients", "undefined tangents" or "batched"
+    name      -- "not mutated", "reentrant", "output gradient unchanged", "undefined output gradients",
+                 "undefined tangents", "linear", "linear tangents" or "batched"
     failure   -- what a failure means, as a message's headline ("f changes its input in place")
     compared  -- in words, the two computations compared
     observed, expected -- per element, float64 on the CPU
@@ -212,12 +230,13 @@ class Graph:
     leaf: torch.Tensor
     outputs: list[torch.Tensor]
     arguments: tuple[Argument, ...]
+    output_arguments: tuple[Argument, ...]
 
     @classmethod
     def of(cls, signature: Checked) -> Graph:
         leaf = signature.x.detach().clone().requires_grad_(True)
         with torch.enable_grad(), in_place_named():
-            return cls(leaf, signature.outputs_at(leaf), signature.arguments)
+            return cls(leaf, signature.outputs_at(leaf), signature.arguments, signature.outputs)
 
     @property
     def value(self) -> torch.Tensor:
@@ -232,20 +251,78 @@ class Graph:
         return torch.zeros_like(self.leaf) if gradient is None else gradient
 
 
-def reentrant(graph: Graph, seed: int, nondet_tol: float) -> PropertyCheck:
-    """Two backward passes over one graph with one random grad_output agree within nondet_tol."""
+def reentrant(graph: Graph, seed: int, nondet_tol: float) -> tuple[PropertyCheck, PropertyCheck]:
+    """Two backward passes over one graph with one random grad_output (each given its own copy) agree within
+    nondet_tol; and the first left its copy of the grad_output as it was."""
     compared = "two backward passes over one graph with the same grad_output"
     allowed = f"nondet_tol={nondet_tol:g} allowed"
+    kept = ("the grad_output after a backward pass and before it", "no change allowed")
     value = graph.value
     if not value.requires_grad:
-        return _nothing("reentrant", compared, graph.arguments, allowed, seed)
+        return (_nothing("reentrant", compared, graph.arguments, allowed, seed),
+                _nothing("output gradient unchanged", *kept[:1], graph.output_arguments, kept[1], seed))
     v = _random(value.numel(), value, seed)
+    given = v.clone()
     try:
-        first, second = (_cpu(graph.gradient(value, v)) for _ in range(2))
+        first = _cpu(graph.gradient(value, given))
+        second = _cpu(graph.gradient(value, v.clone()))
     except RuntimeError as error:  # e.g. a backward that frees what a second pass needs
-        return _nothing("reentrant", compared, graph.arguments, allowed, seed, first_line(error))
-    return _check("reentrant", compared, graph.arguments, second, first, _differ(second, first, 0.0, nondet_tol),
-                  allowed, seed)
+        return (_nothing("reentrant", compared, graph.arguments, allowed, seed, first_line(error)),
+                _nothing("output gradient unchanged", kept[0], graph.output_arguments, kept[1], seed))
+    after, before = _cpu(given), _cpu(v)
+    return (_check("reentrant", compared, graph.arguments, second, first, _differ(second, first, 0.0, nondet_tol),
+                   allowed, seed),
+            _check("output gradient unchanged", kept[0], graph.output_arguments, after, before,
+                   _differ(after, before, 0.0, 0.0), kept[1], seed))
+
+
+def _scaled(observed: torch.Tensor, once: torch.Tensor, tolerance: float,
+            dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, str]:
+    """SCALE·once (expected) and where `observed`, the product along SCALE times the vector, differs from it:
+    scaling by a power of two commutes with rounding, so a linear product gives it exactly, up to nondet_tol
+    (three passes' worth) and the absolute rounding of results below float's normal range."""
+    expected = SCALE * once
+    allowed = 3 * tolerance + 64 * torch.finfo(dtype).tiny
+    failing = _differ(observed, expected, 0.0, allowed)
+    words = "no difference allowed" if tolerance == 0 else f"3 × nondet_tol={tolerance:g} allowed"
+    return expected, failing, f"{words}: scaling by a power of two commutes with rounding"
+
+
+def linear(graph: Graph, seed: int, nondet_tol: float) -> PropertyCheck:
+    """The backward of SCALE·v against SCALE times the backward of v, per input element, v random."""
+    compared = f"the backward of {SCALE:g}·v and {SCALE:g} × the backward of v, v a random grad_output,"
+    value = graph.value
+    if not value.requires_grad:
+        return _nothing("linear", compared, graph.arguments, "", seed)
+    v = _random(value.numel(), value, seed + 1)
+    try:
+        once, observed = (_cpu(graph.gradient(value, vector)) for vector in (v, SCALE * v))
+    except RuntimeError as error:
+        return _nothing("linear", compared, graph.arguments, "", seed, first_line(error))
+    expected, failing, allowed = _scaled(observed, once, nondet_tol, graph.leaf.dtype)
+    return _check("linear", compared, graph.arguments, observed, expected, failing, allowed, seed)
+
+
+def linear_tangents(signature: Signature, seed: int, nondet_tol: float) -> PropertyCheck:
+    """Forward mode, per output element: the jvp of SCALE·u against SCALE times the jvp of u, u random."""
+    fw = torch.autograd.forward_ad
+    compared = f"the Jacobian-vector products of {SCALE:g}·u and {SCALE:g} × that of u, u a random tangent,"
+    x = signature.x.detach()
+    u = _random(x.numel(), x, seed + 1)
+    sizes = [o.numel for o in signature.outputs]
+
+    def jvp(tangent: torch.Tensor) -> torch.Tensor:
+        with fw.dual_level():
+            found = [fw.unpack_dual(output).tangent for output in signature.outputs_at(fw.make_dual(x, tangent))]
+        return torch.cat([torch.zeros(size, dtype=torch.float64) if t is None else _cpu(t)
+                          for size, t in zip(sizes, found)])
+
+    try:
+        once, observed = jvp(u), jvp(SCALE * u)
+    except (RuntimeError, TypeError) as error:
+        return _nothing("linear tangents", compared, signature.outputs, "", seed, first_line(error))
+    expected, failing, allowed = _scaled(observed, once, nondet_tol, x.dtype)
+    return _check("linear tangents", compared, signature.outputs, observed, expected, failing, allowed, seed)
 
 
 # Wraps an output so that its gradient reaches the backward undefined (None), as gradcheck's

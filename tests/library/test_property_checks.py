@@ -1,6 +1,7 @@
 """The property checks beside the Jacobian: f does not change its inputs; the backward is reentrant (within
-nondet_tol) and handles undefined output gradients; batched gradients agree with one at a time. Each with a
-correct and a wrong case, reported per element and named by input and index."""
+nondet_tol), leaves its grad_output unchanged and handles undefined output gradients; the backward (jvp) is
+linear in its vector; batched gradients agree with one at a time. Each with a correct and a wrong case,
+reported per element and named by input and index."""
 
 from __future__ import annotations
 
@@ -178,8 +179,10 @@ def test_a_backward_that_ignores_its_grad_output_fails_the_undefined_gradient_ch
     assert report.outcome == "fail" and undefined.outcome == "fail"
     assert [(e.index, e.observed, e.expected) for e in undefined.elements()] == [
         ((0,), 0.6, 0.0), ((1,), -1.4, 0.0), ((2,), 2.2, 0.0)]
-    # check_undefined_grad=False leaves it out, as gradcheck's option does.
-    assert check_jacobian(SumOfSquares.apply, x(), check_undefined_grad=False).outcome == "pass"
+    # check_undefined_grad=False leaves that check out, as gradcheck's option does; the backward is still not
+    # linear in its grad_output (gradcheck passes it then).
+    without = check_jacobian(SumOfSquares.apply, x(), check_undefined_grad=False)
+    assert without.outcome == "fail" and [c.name for c in without.properties if c.outcome == "fail"] == ["linear"]
 
 
 def test_one_undefined_output_gradient_among_several_must_act_as_zeros(planted) -> None:
@@ -291,3 +294,108 @@ def test_a_derivative_that_cannot_be_batched_fails_the_batched_check(mode: str) 
     assert report.outcome == "fail" and batched.outcome == "fail" and batched.error
     assert all(e.verdict == "fail" for e in batched.elements())
     assert "Gradients cannot be batched" in report.message() and "differ from one" not in report.message()
+
+
+class TanhWith(torch.autograd.Function):
+    """tanh whose backward applies `to_g` to its grad_output first: the identity is right; g.sign(), g.abs()
+    and a clamp of g (gradient clipping inside a backward) are not linear in g, yet give the right row at
+    every unit grad_output, so no Jacobian built from those rows shows them (engineer trial 6)."""
+
+    to_g = staticmethod(lambda g: g)
+
+    @staticmethod
+    def forward(ctx, x):
+        y = x.tanh()
+        ctx.save_for_backward(y)
+        ctx.save_for_forward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return TanhWith.to_g(g) * (1 - y * y)
+
+    @staticmethod
+    def jvp(ctx, t):
+        (y,) = ctx.saved_tensors
+        return TanhWith.to_g(t) * (1 - y * y)
+
+
+@pytest.fixture
+def to_g():
+    yield lambda transform: setattr(TanhWith, "to_g", staticmethod(transform))
+    TanhWith.to_g = staticmethod(lambda g: g)
+
+
+NOT_LINEAR = {"sign": torch.sign, "abs": torch.abs, "clamp": lambda g: g.clamp(-1, 1)}
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+@pytest.mark.parametrize("fast", [False, True], ids=["full", "fast"])
+@pytest.mark.parametrize("transform", list(NOT_LINEAR), ids=str)
+def test_a_derivative_not_linear_in_its_vector_fails_though_every_row_is_right(to_g, transform: str, mode: str,
+                                                                               fast: bool) -> None:
+    x = torch.linspace(-1.5, 1.5, 7, dtype=F64)
+    assert check_jacobian(TanhWith.apply, x, mode=mode, fast=fast).outcome == "pass"
+    to_g(NOT_LINEAR[transform])
+    report = check_jacobian(TanhWith.apply, x, mode=mode, fast=fast, check_undefined_grad=False)
+    name = "linear" if mode == "reverse" else "linear tangents"
+    assert report.outcome == "fail" and [c.name for c in report.properties if c.outcome == "fail"] == [name]
+    assert "is not linear in its" in report.message()
+
+
+def test_a_sample_of_a_large_input_still_sees_a_backward_not_linear() -> None:
+    TanhWith.to_g = staticmethod(torch.sign)
+    try:
+        x = torch.randn(12_000, dtype=F64, generator=torch.Generator().manual_seed(0))
+        report = check_jacobian(TanhWith.apply, x, sample=16)
+    finally:
+        TanhWith.to_g = staticmethod(lambda g: g)
+    assert report.outcome == "fail" and check(report, "linear").outcome == "fail"
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=str)
+def test_linearity_is_exact_whatever_the_backward_s_cancellations_or_precision(dtype: torch.dtype) -> None:
+    # A relu network's backward sums across paths that cancel; a backward computed in float32 for a float64
+    # input rounds coarser than the input's dtype: both are linear, and scaling by -8 commutes with rounding.
+    torch.manual_seed(0)
+    network = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3)).to(dtype)
+    report = check_jacobian(lambda t: network(t).square().sum(), torch.randn(4, 6, dtype=dtype))
+    assert check(report, "linear").outcome == "pass"
+
+    class SineInFloat32(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return (g.float() * x.float().cos()).to(x.dtype)
+
+    assert check(check_jacobian(SineInFloat32.apply, x().to(dtype)), "linear").outcome == "pass"
+
+
+class SinWritingIntoG(torch.autograd.Function):
+    """sin whose backward multiplies its grad_output in place: y.sum().backward() raises on it (an expanded
+    grad_output), and a caller's grad_output comes back changed."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g.mul_(x.cos())
+
+
+def test_a_backward_that_writes_into_its_grad_output_is_named_as_such_not_as_not_reentrant() -> None:
+    report = check_jacobian(SinWritingIntoG.apply, x())
+    assert report.outcome == "fail" and not report.mismatch.any()
+    failed = [c.name for c in report.properties if c.outcome == "fail"]
+    assert "output gradient unchanged" in failed and "reentrant" not in failed
+    assert "The backward changes its output gradient in place" in report.message()
+    assert check(check_jacobian(torch.sin, x()), "output gradient unchanged").outcome == "pass"
