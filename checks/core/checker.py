@@ -98,7 +98,9 @@ def check_jacobian(
                   cost: the estimate evaluates f (at its full size) a few times per sampled element; reverse
                   mode, where f has more outputs than sampled elements, differentiates the backward once per
                   sampled element instead of running one backward per output: the cost grows with k and
-                  with the cost of one evaluation of f, not with the number of outputs
+                  with the cost of one evaluation of f, not with the number of outputs. Where that table is
+                  not what one plain backward gives (a backward outside autograd, or a wrong one), one
+                  backward per output makes it after all
     seed       -- seeds every random draw (sample, order 2's v, the property checks' vectors); in the report
     nondet_tol -- how far two backward passes over one graph may differ (the reentrancy check, as
                   gradcheck's nondet_tol; 0: exactly equal); autograd's values are then known to no better,
