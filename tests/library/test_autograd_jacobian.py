@@ -13,7 +13,7 @@ import torch
 from checks import assert_gradients, check_jacobian
 from checks.core.autograd import DOUBLE_BACKWARD, _the_backward_s
 from checks.core.forward import DUAL_NUMBERS
-from checks.teaching.mutants import BatchReversed
+from checks.teaching.mutants import BatchReversed, mutant
 
 F64 = torch.float64
 DTYPES = (torch.float64, torch.float32)
@@ -113,22 +113,12 @@ def test_a_backward_term_that_ignores_the_output_gradient_is_a_wrong_gradient(un
         assert_gradients(OuterWithAConstantTerm.apply, x, w, names=["x", "w"], check_undefined_grad=undefined)
 
 
-class SineRoundedInFloat32(torch.autograd.Function):
-    """sin, its backward computed in float32 (the engine casts the result back to float64)."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x.sin()
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return (g.float() * x.float().cos()).to(x.dtype)
+# sin, its backward computed in float32 (the engine casts the result back to float64).
+SINE_IN_FLOAT32 = mutant(torch.sin, lambda x, g: g.float() * x.float().cos(), "SineInFloat32")
 
 
 def test_batched_rows_that_a_plain_backward_does_not_reproduce_give_way_to_one_backward_per_output() -> None:
-    report = check_jacobian(SineRoundedInFloat32.apply, torch.linspace(-2.0, 2.0, 6, dtype=F64))
+    report = check_jacobian(SINE_IN_FLOAT32, torch.linspace(-2.0, 2.0, 6, dtype=F64))
     assert report.outcome == "fail" and report.method == "torch.autograd.grad"
     assert "is_grads_batched=True differ from a plain backward by more than float64's rounding" in report.note
 

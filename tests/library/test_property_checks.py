@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from checks import GradientMismatchError, assert_gradients, check_jacobian
+from checks.teaching.mutants import mutant
 
 F64 = torch.float64
 
@@ -363,37 +364,17 @@ def test_linearity_is_exact_whatever_the_backward_s_cancellations_or_precision(d
     report = check_jacobian(lambda t: network(t).square().sum(), torch.randn(4, 6, dtype=dtype))
     assert check(report, "linear").outcome == "pass"
 
-    class SineInFloat32(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x.sin()
-
-        @staticmethod
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return (g.float() * x.float().cos()).to(x.dtype)
-
-    assert check(check_jacobian(SineInFloat32.apply, x().to(dtype)), "linear").outcome == "pass"
+    in_float32 = mutant(torch.sin, lambda t, g: g.float() * t.float().cos(), "SineInFloat32")
+    assert check(check_jacobian(in_float32, x().to(dtype)), "linear").outcome == "pass"
 
 
-class SinWritingIntoG(torch.autograd.Function):
-    """sin whose backward multiplies its grad_output in place: y.sum().backward() raises on it (an expanded
-    grad_output), and a caller's grad_output comes back changed."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x.sin()
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g.mul_(x.cos())
+# sin whose backward multiplies its grad_output in place: y.sum().backward() raises on it (an expanded
+# grad_output), and a caller's grad_output comes back changed.
+SIN_WRITING_INTO_G = mutant(torch.sin, lambda t, g: g.mul_(t.cos()), "SinWritingIntoG")
 
 
 def test_a_backward_that_writes_into_its_grad_output_is_named_as_such_not_as_not_reentrant() -> None:
-    report = check_jacobian(SinWritingIntoG.apply, x())
+    report = check_jacobian(SIN_WRITING_INTO_G, x())
     assert report.outcome == "fail" and not report.mismatch.any()
     failed = [c.name for c in report.properties if c.outcome == "fail"]
     assert "output gradient unchanged" in failed and "reentrant" not in failed
