@@ -51,26 +51,22 @@ def _clamp(t: torch.Tensor) -> torch.Tensor:
     return t.clamp(-0.3, 0.7)
 
 
-def _bug(f: Callable[[torch.Tensor], torch.Tensor], backward: Callable, name: str) -> Callable:
-    return mutant(f, backward, name)
-
-
 def _one_hot(t: torch.Tensor, index: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
     return torch.zeros_like(t).scatter(-1, index, g)
 
 
 ELEMENTWISE = {
-    "sorted values": (_sorted, _bug(_sorted, lambda t, g: g.gather(-1, t.sort(-1).indices), "SortGathers"),
-                      lambda seed: _rows(seed)),
-    "topk values": (_topk, _bug(_topk, lambda t, g: _one_hot(t, t.topk(3, -1).indices[..., [1, 0, 2]], g),
-                                "TopkSwapped"), lambda seed: _rows(seed)),
-    "median": (_median, _bug(_median, lambda t, g: _one_hot(t, ((t.median(-1).indices + 1) % t.shape[-1])[..., None],
-                                                              g[..., None]), "MedianNext"), lambda seed: _rows(seed)),
-    "max_pool2d": (_pool, _bug(_pool, lambda t, g: torch.nn.functional.interpolate(g, scale_factor=2)
-                               * (torch.arange(t.shape[-1]) % 2 == 0).to(t.dtype), "PoolFirst"),
+    "sorted values": (_sorted, mutant(_sorted, lambda t, g: g.gather(-1, t.sort(-1).indices), "SortGathers"),
+                      _rows),
+    "topk values": (_topk, mutant(_topk, lambda t, g: _one_hot(t, t.topk(3, -1).indices[..., [1, 0, 2]], g),
+                                  "TopkSwapped"), _rows),
+    "median": (_median, mutant(_median, lambda t, g: _one_hot(t, ((t.median(-1).indices + 1) % t.shape[-1])[..., None],
+                                                                g[..., None]), "MedianNext"), _rows),
+    "max_pool2d": (_pool, mutant(_pool, lambda t, g: torch.nn.functional.interpolate(g, scale_factor=2)
+                                 * (torch.arange(t.shape[-1]) % 2 == 0).to(t.dtype), "PoolFirst"),
                    lambda seed: _rows(seed, (2, 3, 8, 8))),
-    "clamp(-0.3, 0.7)": (_clamp, _bug(_clamp, lambda t, g: g * ((t > -0.35) & (t < 0.75)).to(g.dtype), "ClampWide"),
-                         lambda seed: _rows(seed)),
+    "clamp(-0.3, 0.7)": (_clamp, mutant(_clamp, lambda t, g: g * ((t > -0.35) & (t < 0.75)).to(g.dtype), "ClampWide"),
+                         _rows),
 }
 
 

@@ -12,18 +12,18 @@ check_jacobian runs the stages in order, each in a module named for it:
 6. verdict: pass / fail / inconclusive per element and for the check (the one place it is decided);
 7. report and message: the CheckReport and its words.
 
-Several inputs: f(x, weight, bias) is checked as one function of all inputs' elements concatenated;
-each element is named by its input and index ("input `weight`, element (2, 1)"). check_module does this
-for an nn.Module's parameters and inputs, and assert_gradients raises for a test suite. Complex inputs and
-outputs are checked by their real and imaginary parts; integer, bool and non-tensor arguments are held
-fixed and named (checks.core.signature). Beside the Jacobian, every check runs the property checks of
-checks.core.properties (f does not change its inputs; a reentrant backward that leaves its output gradient
-unchanged; undefined output gradients; a derivative linear in its vector; batched gradients on request). order=2 checks the Jacobian of the vector–Jacobian product, as gradgradcheck
-does. atol/rtol replace the estimate's own allowance by the caller's, judged against the estimate's
-uncertainty: pass only where autograd is within the tolerance of every value the estimate allows, fail only
-where it is outside it for every one (and confirmed, as above; NaN and inf are judged as above, before any
-tolerance). The detectable relative error then uses that fail threshold: (atol + rtol·|estimate| + the
-estimate's allowance) / |estimate|.
+Several inputs: f(x, weight, bias) is checked as one function of all inputs' elements concatenated; each
+element is named by its input and index ("input `weight`, element (2, 1)"). check_module does this for an
+nn.Module's parameters and inputs, and assert_gradients raises for a test suite. Complex inputs and outputs
+are checked by their real and imaginary parts; integer, bool and non-tensor arguments are held fixed and named
+(checks.core.signature). Beside the Jacobian, every check runs the property checks of checks.core.properties
+(f does not change its inputs; a reentrant backward that leaves its output gradient unchanged; undefined
+output gradients; a derivative linear in its vector; batched gradients on request). order=2 checks the
+Jacobian of the vector–Jacobian product, as gradgradcheck does. atol/rtol replace the estimate's own allowance
+by the caller's, judged against the estimate's uncertainty: pass only where autograd is within the tolerance
+of every value the estimate allows, fail only where it is outside it for every one (and confirmed, as above;
+NaN and inf are judged as above, before any tolerance). The detectable relative error then uses that fail
+threshold: (atol + rtol·|estimate| + the estimate's allowance) / |estimate|.
 
 """
 

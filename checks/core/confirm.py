@@ -438,7 +438,8 @@ def confirm(search: ConfirmingSearch, jacobian: torch.Tensor, relative_noise: np
     domain = ~_finite(numerical)
     # Only where it decides: autograd's rounding near an exact 0 is within its allowance, and passes.
     unresolved = search.unresolved_flat(jacobian) & (difference > allowed)
-    kink = search.kinks(search.chosen_window())
+    chosen = search.chosen_window()
+    kink = search.kinks(chosen)
     if suspect.any():
         # A jump closer to x than the chosen steps (round near its boundary) shows at the witness steps.
         kink |= search.kinks(search.finest_window()) & suspect.unsqueeze(0)
@@ -450,9 +451,9 @@ def confirm(search: ConfirmingSearch, jacobian: torch.Tensor, relative_noise: np
         # step tried: kinks crossed at several steps (a batch's relus through one weight, each at its own
         # distance) can pass any of them at the chosen window alone.
         outside = torch.where(difference > allowed, difference, torch.zeros_like(difference))
-        kink |= search.kinks_below(search.chosen_window()) & (outside > 0)
-        kink |= search.one_sided(search.chosen_window(), jacobian, outside)
-        kink |= search.uneven_gaps(search.chosen_window(), outside)
+        kink |= search.kinks_below(chosen) & (outside > 0)
+        kink |= search.one_sided(chosen, jacobian, outside)
+        kink |= search.uneven_gaps(chosen, outside)
     kink &= ~domain
     # f changed at coarse steps and not at the finest: a kink lies near x, not at it (relu left of 0, clamp's
     # bound, a step's width away), and f is flat beside x to its rounding, which resolves no slope there (a

@@ -258,11 +258,11 @@ def reentrant(graph: Graph, seed: int, nondet_tol: float) -> tuple[PropertyCheck
     nondet_tol; and the first left its copy of the grad_output as it was."""
     compared = "two backward passes over one graph with the same grad_output"
     allowed = f"nondet_tol={nondet_tol:g} allowed"
-    kept = ("the grad_output after a backward pass and before it", "no change allowed")
+    kept, unchanged = "the grad_output after a backward pass and before it", "no change allowed"
     value = graph.value
     if not value.requires_grad:
         return (_nothing("reentrant", compared, graph.arguments, allowed, seed),
-                _nothing("output gradient unchanged", *kept[:1], graph.output_arguments, kept[1], seed))
+                _nothing("output gradient unchanged", kept, graph.output_arguments, unchanged, seed))
     v = _random(value.numel(), value, seed)
     given = v.clone()
     try:
@@ -270,12 +270,12 @@ def reentrant(graph: Graph, seed: int, nondet_tol: float) -> tuple[PropertyCheck
         second = _cpu(graph.gradient(value, v.clone()))
     except RuntimeError as error:  # e.g. a backward that frees what a second pass needs
         return (_nothing("reentrant", compared, graph.arguments, allowed, seed, first_line(error)),
-                _nothing("output gradient unchanged", kept[0], graph.output_arguments, kept[1], seed))
+                _nothing("output gradient unchanged", kept, graph.output_arguments, unchanged, seed))
     after, before = _cpu(given), _cpu(v)
     return (_check("reentrant", compared, graph.arguments, second, first, _differ(second, first, 0.0, nondet_tol),
                    allowed, seed),
-            _check("output gradient unchanged", kept[0], graph.output_arguments, after, before,
-                   _differ(after, before, 0.0, 0.0), kept[1], seed))
+            _check("output gradient unchanged", kept, graph.output_arguments, after, before,
+                   _differ(after, before, 0.0, 0.0), unchanged, seed))
 
 
 def _scaled(observed: torch.Tensor, once: torch.Tensor, tolerance: float,
@@ -314,22 +314,24 @@ def linear(graph: Graph, seed: int, nondet_tol: float) -> PropertyCheck:
     return _check("linear", compared, graph.arguments, observed, expected, failing, allowed, seed)
 
 
+def _tangents(signature: Checked, x: torch.Tensor, tangent: torch.Tensor, sizes: Sequence[int]) -> torch.Tensor:
+    """The outputs' tangents at x along `tangent` (dual numbers), flat, in x's dtype and on its device; zeros
+    for an output (of `sizes` elements each) that has none."""
+    fw = torch.autograd.forward_ad
+    with fw.dual_level():
+        found = [fw.unpack_dual(output).tangent for output in signature.outputs_at(fw.make_dual(x, tangent))]
+    return torch.cat([torch.zeros(size, dtype=x.dtype, device=x.device) if t is None else t.reshape(-1)
+                      for size, t in zip(sizes, found)])
+
+
 def linear_tangents(signature: Signature, seed: int, nondet_tol: float) -> PropertyCheck:
     """Forward mode, per output element: the jvp of SCALE·u against SCALE times the jvp of u, u random."""
-    fw = torch.autograd.forward_ad
     compared = f"the Jacobian-vector products of {SCALE:g}·u and {SCALE:g} × that of u, u a random tangent,"
     x = signature.x.detach()
     u = _random(x.numel(), x, seed + 1)
     sizes = [o.numel for o in signature.outputs]
-
-    def jvp(tangent: torch.Tensor) -> torch.Tensor:
-        with fw.dual_level():
-            found = [fw.unpack_dual(output).tangent for output in signature.outputs_at(fw.make_dual(x, tangent))]
-        return torch.cat([torch.zeros(size, dtype=torch.float64) if t is None else _cpu(t)
-                          for size, t in zip(sizes, found)])
-
     try:
-        once, observed = jvp(u), jvp(SCALE * u)
+        once, observed = (_cpu(_tangents(signature, x, tangent, sizes)) for tangent in (u, SCALE * u))
     except (RuntimeError, TypeError) as error:
         return _nothing("linear tangents", compared, signature.outputs, "", seed, first_line(error))
     expected, failing, allowed = _scaled(observed, once, nondet_tol, x.dtype)
@@ -443,16 +445,13 @@ def batched(graph: Graph, seed: int) -> PropertyCheck:
 
 def batched_forward(signature: Checked, seed: int) -> PropertyCheck:
     """vmap over a dual-number Jacobian-vector product against one product per tangent, per output element."""
-    fw = torch.autograd.forward_ad
     compared = f"vmap over the Jacobian-vector products of {BATCH} tangents and one product per tangent"
     x, outputs = signature.x.detach(), signature.outputs
     rtol, atol, allowed = _same_computation(x.dtype)
+    sizes = [o.numel() for o in signature.outputs_at(x)]  # once: f at x, not again at every product
 
     def jvp(tangent: torch.Tensor) -> torch.Tensor:
-        with fw.dual_level():
-            tangents = [fw.unpack_dual(o).tangent for o in signature.outputs_at(fw.make_dual(x, tangent))]
-        return torch.cat([torch.zeros(o.numel(), dtype=x.dtype, device=x.device) if t is None else t.reshape(-1)
-                          for o, t in zip(signature.outputs_at(x), tangents)])
+        return _tangents(signature, x, tangent, sizes)
 
     tangents = _random(x.numel(), x, seed, rows=BATCH)
     try:

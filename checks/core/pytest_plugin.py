@@ -54,8 +54,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Gener
     not at the line of this package that raised it: several skipped tests stay told apart."""
     outcome = yield
     report = outcome.get_result()
-    if report.skipped and isinstance(report.longrepr, tuple) and Path(report.longrepr[0]).name == "gradient_check.py" \
-            and Path(report.longrepr[0]).parent.name == "core":
+    if report.skipped and isinstance(report.longrepr, tuple) \
+            and Path(report.longrepr[0]).parts[-2:] == ("core", "gradient_check.py"):
         filename, line = item.reportinfo()[:2]
         report.longrepr = (str(filename), (line or 0) + 1, report.longrepr[2])
 
